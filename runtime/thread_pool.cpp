@@ -1,0 +1,211 @@
+#include "runtime/thread_pool.h"
+
+#include <chrono>
+#include <system_error>
+
+#include "uop/env.h"
+#include "uop/error.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace ugrad {
+namespace {
+
+// How long a worker polls for the next dispatch (and the caller for the end of one) before it
+// sleeps. Long enough to bridge the gap between back-to-back kernel launches.
+constexpr auto kSpinTime = std::chrono::microseconds(100);
+// Spins of plain pause before the spinning thread starts yielding its core.
+constexpr int kPauseOnlySpins = 1024;
+
+// generation_ packs a dispatch sequence number above the participant count, so a worker learns
+// from one atomic load whether the new dispatch includes it.
+constexpr int kParticipantBits = 16;
+constexpr uint64_t kParticipantMask = (uint64_t{1} << kParticipantBits) - 1;
+static_assert(ThreadPool::kMaxThreads <= static_cast<int64_t>(kParticipantMask));
+
+thread_local bool tl_in_task = false;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Sets tl_in_task for the lifetime of a task run on this thread.
+struct InTaskScope {
+  bool previous = tl_in_task;
+  InTaskScope() { tl_in_task = true; }
+  ~InTaskScope() { tl_in_task = previous; }
+};
+
+// Spins until pred() holds or kSpinTime has passed; returns whether it held.
+template <typename Pred>
+bool spin_until(Pred pred) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+  for (int i = 0;; ++i) {
+    if (pred()) return true;
+    cpu_relax();
+    if ((i & 63) == 63) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      // Past the first few microseconds, give the core to a thread we may be waiting for (more
+      // threads than cores: a spinning waiter would otherwise delay the very worker it waits on).
+      if (i >= kPauseOnlySpins) std::this_thread::yield();
+    }
+  }
+}
+
+int64_t resolve_thread_count(int64_t n_threads) {
+  if (n_threads < 0 || n_threads > ThreadPool::kMaxThreads)
+    fail("thread pool: thread count {} is out of range [0, {}] (THREADS=0 means one per core)",
+         n_threads, ThreadPool::kMaxThreads);
+  if (n_threads > 0) return n_threads;
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int64_t>(hw);
+}
+
+std::mutex g_instance_mutex;
+std::atomic<ThreadPool*> g_instance{nullptr};
+
+// Joins the process-wide pool's workers at exit.
+struct InstanceOwner {
+  ~InstanceOwner() { delete g_instance.exchange(nullptr); }
+} g_instance_owner;
+
+}  // namespace
+
+ThreadPool::ThreadPool(int64_t n_threads) : n_threads_(resolve_thread_count(n_threads)) {
+  workers_.reserve(static_cast<size_t>(n_threads_ - 1));
+  for (int64_t p = 1; p < n_threads_; ++p) {
+    try {
+      workers_.emplace_back([this, p] { worker_loop(p); });
+    } catch (const std::system_error& e) {
+      shutdown();  // joins the workers started so far
+      fail("thread pool: cannot start worker {} of {}: {}", p, n_threads_ - 1, e.what());
+    }
+  }
+}
+
+ThreadPool::~ThreadPool() { shutdown(); }
+
+void ThreadPool::shutdown() {
+  if (workers_.empty()) return;
+  stop_.store(true);
+  generation_.fetch_add(uint64_t{1} << kParticipantBits);
+  {
+    std::lock_guard lock(wake_mutex_);
+    wake_cv_.notify_all();
+  }
+  for (auto& w : workers_) w.join();
+  workers_.clear();
+}
+
+ThreadPool& ThreadPool::instance() {
+  if (ThreadPool* pool = g_instance.load(std::memory_order_acquire)) return *pool;
+  std::lock_guard lock(g_instance_mutex);
+  if (g_instance.load() == nullptr) g_instance.store(new ThreadPool(knob_int(Knob::THREADS)));
+  return *g_instance.load();
+}
+
+void ThreadPool::reset_instance() {
+  std::lock_guard lock(g_instance_mutex);
+  auto fresh = new ThreadPool(knob_int(Knob::THREADS));
+  delete g_instance.exchange(fresh);
+}
+
+bool ThreadPool::in_task() { return tl_in_task; }
+
+void ThreadPool::run(RawKernel kernel, void** args, int64_t n_cores) {
+  if (n_cores < 0) fail("thread pool: run() with n_cores = {}", n_cores);
+  if (n_cores == 0) n_cores = n_threads_;
+  struct Ctx {
+    RawKernel kernel;
+    void** args;
+  } ctx{kernel, args};
+  Task task{[](const void* p, int64_t core_id, int64_t n) {
+              const auto* c = static_cast<const Ctx*>(p);
+              c->kernel(c->args, core_id, n);
+            },
+            &ctx};
+  dispatch(task, n_cores);
+}
+
+void ThreadPool::run_serial(Task task, int64_t n_tasks) {
+  InTaskScope scope;
+  for (int64_t t = 0; t < n_tasks; ++t) task.call(task.ctx, t, n_tasks);
+}
+
+void ThreadPool::run_share(Task task, int64_t participant, int64_t n_participants,
+                           int64_t n_tasks) {
+  InTaskScope scope;
+  try {
+    for (int64_t t = participant; t < n_tasks; t += n_participants) task.call(task.ctx, t, n_tasks);
+  } catch (...) {
+    if (!has_error_.exchange(true)) error_ = std::current_exception();
+  }
+}
+
+void ThreadPool::dispatch(Task task, int64_t n_tasks) {
+  if (n_tasks <= 0) return;
+  if (n_threads_ == 1 || n_tasks == 1 || tl_in_task) return run_serial(task, n_tasks);
+  std::unique_lock busy(dispatch_mutex_, std::try_to_lock);
+  if (!busy.owns_lock()) return run_serial(task, n_tasks);
+
+  const int64_t n_participants = n_tasks < n_threads_ ? n_tasks : n_threads_;
+  task_ = task;
+  n_tasks_ = n_tasks;
+  has_error_.store(false, std::memory_order_relaxed);
+  pending_.store(n_participants - 1, std::memory_order_relaxed);
+  const uint64_t seq = (generation_.load(std::memory_order_relaxed) >> kParticipantBits) + 1;
+  generation_.store((seq << kParticipantBits) | static_cast<uint64_t>(n_participants));
+  // Dekker pairing with worker_loop: either we see its sleeper count or it sees the new generation.
+  if (sleepers_.load() > 0) {
+    std::lock_guard lock(wake_mutex_);
+    wake_cv_.notify_all();
+  }
+
+  run_share(task, 0, n_participants, n_tasks);
+  wait_for_workers();
+  if (has_error_.load(std::memory_order_acquire)) {
+    std::exception_ptr error = std::move(error_);
+    error_ = nullptr;
+    std::rethrow_exception(error);
+  }
+}
+
+void ThreadPool::wait_for_workers() {
+  if (spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) return;
+  std::unique_lock lock(done_mutex_);
+  caller_sleeping_.store(true);
+  while (pending_.load() != 0) done_cv_.wait(lock);
+  caller_sleeping_.store(false);
+}
+
+void ThreadPool::worker_loop(int64_t participant) {
+  tl_in_task = true;  // a dispatch from inside a worker always runs serially
+  uint64_t seen = 0;
+  for (;;) {
+    uint64_t gen = 0;
+    if (!spin_until([&] { return (gen = generation_.load(std::memory_order_acquire)) != seen; })) {
+      std::unique_lock lock(wake_mutex_);
+      sleepers_.fetch_add(1);
+      while ((gen = generation_.load()) == seen) wake_cv_.wait(lock);
+      sleepers_.fetch_sub(1);
+    }
+    seen = gen;
+    if (stop_.load(std::memory_order_acquire)) return;
+    const auto n_participants = static_cast<int64_t>(gen & kParticipantMask);
+    if (participant >= n_participants) continue;  // not part of this dispatch
+    run_share(task_, participant, n_participants, n_tasks_);
+    // Dekker pairing with wait_for_workers: seq_cst decrement, then read the sleeping flag.
+    if (pending_.fetch_sub(1) == 1 && caller_sleeping_.load()) {
+      std::lock_guard lock(done_mutex_);
+      done_cv_.notify_one();
+    }
+  }
+}
+
+}  // namespace ugrad
