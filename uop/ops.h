@@ -76,14 +76,14 @@ enum OpFlag : uint32_t {
   X(POW, 2, kBinary)                                                                  \
   X(WHERE, 3, kTernary)                                                               \
   X(MULACC, 3, kTernary) /* a*b+c */                                                  \
-  /* tensor graph */                                                                  \
-  X(RESHAPE, 1, kMovement | kTensor)                                                  \
-  X(PERMUTE, 1, kMovement | kTensor)                                                  \
-  X(EXPAND, 1, kMovement | kTensor)                                                   \
-  X(PAD, 1, kMovement | kTensor)                                                      \
-  X(SHRINK, 1, kMovement | kTensor)                                                   \
-  X(FLIP, 1, kMovement | kTensor)                                                     \
-  X(REDUCE_AXIS, 1, kTensor) /* arg: ReduceArg (op, axes) */                          \
+  /* tensor graph; movement ops take symbolic sizes as sources after src0 */          \
+  X(RESHAPE, -1, kMovement | kTensor) /* src1..: the new dims */                      \
+  X(PERMUTE, 1, kMovement | kTensor)  /* arg: the axis order */                       \
+  X(EXPAND, -1, kMovement | kTensor)  /* src1..: new dims (old ones 1 or equal) */    \
+  X(PAD, -1, kMovement | kTensor)     /* src1..: n pads before, then n after */       \
+  X(SHRINK, -1, kMovement | kTensor)  /* src1..: n starts, then n ends */             \
+  X(FLIP, 1, kMovement | kTensor)     /* arg: the flipped axes */                     \
+  X(REDUCE_AXIS, 1, kTensor)          /* arg: ReduceArg (op, axes) */                 \
   X(CONTIGUOUS, 1, kTensor)                                                           \
   X(COPY, 1, kTensor)   /* to another device; arg: device name */                     \
   X(ASSIGN, 2, kTensor) /* src0 target buffer view, src1 value */                     \

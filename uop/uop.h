@@ -166,6 +166,9 @@ struct UOpNode {
   // Cached interval bounds (valid when has_bounds is set).
   mutable std::atomic<bool> has_bounds{false};
   mutable std::atomic<int64_t> bound_min{0}, bound_max{0};
+  // Cached tensor-graph shape (owned; see uop/shape.h).
+  mutable std::atomic<std::vector<UOp>*> shape{nullptr};
+  ~UOpNode() { delete shape.load(); }
 };
 
 /// Number of live interned nodes (for tests and leak checks).
