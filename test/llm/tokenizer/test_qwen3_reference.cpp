@@ -1,0 +1,179 @@
+// The Qwen3 vocabulary against the ids of the npm package's own JavaScript tokenizer.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include <map>
+#include <random>
+
+#include "llm/tokenizer/byte_unicode.h"
+#include "llm/tokenizer/utf8.h"
+#include "test/llm/tokenizer/reference_data.h"
+#include "uop/error.h"
+
+namespace ugrad::llm {
+namespace {
+
+std::string printable(const std::string& s) {
+  std::string out;
+  for (char c : s.substr(0, 80)) {
+    if (static_cast<uint8_t>(c) < 0x20) {
+      out += fmt::format("\\x{:02x}", static_cast<uint8_t>(c));
+    } else {
+      out += c;
+    }
+  }
+  return s.size() > 80 ? out + "..." : out;
+}
+
+TEST_SUITE("tokenizer") {
+  TEST_CASE("qwen3 vocabulary: shape as llama.cpp's converter writes it (ref 8.1)") {
+    const BpeTokenizer& tok = test::qwen3_tokenizer();
+    CHECK(tok.n_vocab() == 151936);
+    CHECK(tok.pre_tokenizer().name() == "qwen2");
+    CHECK(tok.token_id("<|endoftext|>") == 151643);
+    CHECK(tok.token_id("<|im_start|>") == 151644);
+    CHECK(tok.token_id("<|im_end|>") == 151645);
+    CHECK(tok.token_id("<think>") == 151667);
+    CHECK(tok.token_id("</think>") == 151668);
+    CHECK(tok.token_type(151644) == TokenType::kControl);
+    CHECK(tok.token_type(151659) == TokenType::kControl);      // <|fim_prefix|>: looks like <|…|>
+    CHECK(tok.token_type(151657) == TokenType::kUserDefined);  // <tool_call>
+    CHECK(tok.token_type(151667) == TokenType::kUserDefined);  // <think>
+    CHECK(tok.token_type(151669) == TokenType::kUnused);       // [PAD151669]
+    CHECK(tok.token_type(9707) == TokenType::kNormal);
+    CHECK(tok.bos_id() == 151643);
+    CHECK(tok.eos_id() == 151645);
+    CHECK(tok.is_end_of_generation(151645));
+    CHECK(tok.is_end_of_generation(151643));
+    CHECK_FALSE(tok.is_end_of_generation(151644));
+    CHECK_FALSE(tok.is_end_of_generation(9707));
+  }
+
+  TEST_CASE("qwen3 corpus: ids equal the JS tokenizer's, decode restores the text") {
+    const BpeTokenizer& tok = test::qwen3_tokenizer();
+    const std::vector<test::ReferenceCase> cases = test::load_qwen3_corpus_reference();
+    REQUIRE(cases.size() >= 200);
+    size_t mismatches = 0, nfd_cases = 0;
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const test::ReferenceCase& c = cases[i];
+      INFO("case ", i, ": '", printable(c.text), "'");
+      const std::vector<TokenId> ids = tok.encode(c.text);
+      CHECK(ids == c.ids);
+      mismatches += ids != c.ids;
+      CHECK(tok.decode(ids) == c.text);
+      // The package normalises to NFC first; llama.cpp does not. Same ids for NFC input.
+      if (c.nfc != c.text) ++nfd_cases;
+      CHECK(tok.encode(c.nfc) == c.ids_nfc);
+    }
+    CHECK(mismatches == 0);
+    CHECK(nfd_cases >= 10);  // the corpus does exercise decomposed accents
+  }
+
+  TEST_CASE("qwen3: llama.cpp's documented vector (ref 9.2)") {
+    const BpeTokenizer& tok = test::qwen3_tokenizer();
+    CHECK(tok.encode("Hello world, I am") == std::vector<TokenId>{9707, 1879, 11, 358, 1079});
+  }
+
+  TEST_CASE("qwen3: merge order equals a naive lowest-rank-first BPE on random text") {
+    // Second implementation as oracle: strings, a map of pair ranks, O(n^2) per word.
+    const VocabData vocab = test::load_qwen3_vocab();
+    std::map<std::pair<std::string, std::string>, size_t> ranks;
+    for (size_t r = 0; r < vocab.merges.size(); ++r) {
+      const std::string& m = vocab.merges[r];
+      const size_t space = m.find(' ', 1);
+      ranks.emplace(std::pair{m.substr(0, space), m.substr(space + 1)}, r);
+    }
+    const BpeTokenizer& tok = test::qwen3_tokenizer();
+    const auto naive = [&](std::string_view piece) {
+      std::vector<std::string> syms;
+      for (char c : piece) syms.push_back(bytes_to_byte_level(std::string(1, c)));
+      for (;;) {
+        size_t best = SIZE_MAX, at = 0;
+        for (size_t i = 0; i + 1 < syms.size(); ++i) {
+          auto it = ranks.find({syms[i], syms[i + 1]});
+          if (it != ranks.end() && it->second < best) best = it->second, at = i;
+        }
+        if (best == SIZE_MAX) break;
+        syms[at] += syms[at + 1];
+        syms.erase(syms.begin() + at + 1);
+      }
+      std::vector<TokenId> ids;
+      for (const std::string& s : syms) ids.push_back(*tok.token_id(s));
+      return ids;
+    };
+    std::mt19937 rng(7);
+    const std::vector<uint32_t> alphabet = {'a',  'e',    'i',    'n',     's',    't',
+                                            'r',  ' ',    '\n',   '.',     '0',    '1',
+                                            0xE9, 0x4E2D, 0x6587, 0x1F600, 0x0301, 0x0436};
+    size_t words = 0;
+    for (int round = 0; round < 300; ++round) {
+      std::string text;
+      const int len = 1 + static_cast<int>(rng() % 40);
+      for (int i = 0; i < len; ++i) append_utf8(text, alphabet[rng() % alphabet.size()]);
+      std::vector<std::string_view> pieces;
+      tok.pre_tokenizer().split(text, pieces);
+      std::vector<TokenId> expected;
+      for (std::string_view p : pieces) {
+        const std::vector<TokenId> ids = naive(p);
+        expected.insert(expected.end(), ids.begin(), ids.end());
+        ++words;
+      }
+      INFO("text: '", text, "'");
+      CHECK(tok.encode(text, false) == expected);
+    }
+    CHECK(words > 300);
+  }
+
+  TEST_CASE("qwen3: control tokens need allow_special, user-defined ones are always split out") {
+    const BpeTokenizer& tok = test::qwen3_tokenizer();
+    const std::string text = "<|im_start|>user\n<think>hi</think><|im_end|>";
+    const std::vector<TokenId> with = tok.encode(text, /*allow_special=*/true);
+    CHECK(with.front() == 151644);
+    CHECK(with.back() == 151645);
+    const std::vector<TokenId> without = tok.encode(text, /*allow_special=*/false);
+    CHECK(std::find(without.begin(), without.end(), 151644) == without.end());
+    CHECK(std::find(without.begin(), without.end(), 151645) == without.end());
+    CHECK(std::find(without.begin(), without.end(), 151667) != without.end());  // <think>
+    CHECK(std::find(without.begin(), without.end(), 151668) != without.end());  // </think>
+    CHECK(tok.decode(without) == text);
+    CHECK(tok.decode(with) == text);
+    // Without render_special, control tokens vanish and user-defined ones stay.
+    CHECK(tok.decode(with, /*render_special=*/false) == "user\n<think>hi</think>");
+    CHECK(tok.token_to_piece(151645, false).empty());
+    CHECK(tok.token_to_piece(151645, true) == "<|im_end|>");
+    // [PAD…] fillers are never matched in text.
+    CHECK(tok.encode("[PAD151700]").size() > 1);
+  }
+
+  TEST_CASE("qwen3: longest special token wins, partial ones are plain text") {
+    const BpeTokenizer& tok = test::qwen3_tokenizer();
+    CHECK(tok.encode("<tool_response>") == std::vector<TokenId>{151665});
+    CHECK(tok.encode("</tool_response>") == std::vector<TokenId>{151666});
+    const std::vector<TokenId> partial = tok.encode("<|im_start|");
+    CHECK(std::find(partial.begin(), partial.end(), 151644) == partial.end());
+  }
+
+  TEST_CASE("qwen3: invalid UTF-8 input is an error naming the byte") {
+    const BpeTokenizer& tok = test::qwen3_tokenizer();
+    CHECK_THROWS_WITH_AS(tok.encode("ok\xff"), doctest::Contains("byte 2"), Error);
+    CHECK_THROWS_AS(tok.encode("\xc3"), Error);          // truncated
+    CHECK_THROWS_AS(tok.encode("\xed\xa0\x80"), Error);  // surrogate
+    CHECK_THROWS_AS(tok.encode("\xc0\xaf"), Error);      // overlong
+    CHECK_THROWS_AS(tok.decode(std::vector<TokenId>{151936}), Error);
+    CHECK_THROWS_AS(tok.decode(std::vector<TokenId>{-1}), Error);
+  }
+
+  TEST_CASE("qwen3: huge runs of one class do not overflow the regex engine") {
+    const BpeTokenizer& tok = test::qwen3_tokenizer();
+    for (const std::string& text : {std::string(200000, ' ') + "x", std::string(200000, 'a'),
+                                    std::string(100000, '\n'), std::string(50000, '!') + "\r\n"}) {
+      const std::vector<TokenId> ids = tok.encode(text);
+      CHECK(!ids.empty());
+      CHECK(tok.decode(ids) == text);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ugrad::llm
