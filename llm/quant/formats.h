@@ -1,6 +1,7 @@
 // The one table of ggml tensor types: type id, name, block size, bytes per block. Every loop over
 // formats reads it (GGUF validation, dequantizers, quantizers, kernels).
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -63,5 +64,8 @@ std::span<const QuantFormat> all_formats();
 std::optional<QuantFormat> find_format(uint32_t type_id);
 /// The format of a known type (never fails).
 const QuantFormat& format_of(GgmlType t);
+/// Bytes holding n elements of type t. Error if n is negative, not a multiple of the block size,
+/// or the byte count overflows.
+size_t row_bytes(GgmlType t, int64_t n);
 
 }  // namespace ugrad::llm

@@ -1,0 +1,297 @@
+// Quantizers of the K formats, following ggml's quantize_row_q{4,5,6,8}_K_ref: sub-block
+// (scale, min) searches in fp32, 6- or 8-bit quantized sub-block scales, then every element is
+// re-quantized against the stored fp16 super-scale times its quantized sub-block scale.
+// All sums run sequentially in fp32 in ggml's order, so the blocks come out byte-identical.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "llm/quant/blocks.h"
+#include "llm/quant/kernels_impl.h"
+
+namespace ugrad::llm::detail {
+namespace {
+
+constexpr int kSubBlocks = kQK_K / 32;    // Q4_K/Q5_K: 8 sub-blocks of 32
+constexpr int kSubBlocks16 = kQK_K / 16;  // Q6_K: 16 sub-blocks of 16
+constexpr int kScaleMax6 = 63;            // largest 6-bit sub-block scale / min
+constexpr float kGroupMaxEps = 1e-15f;    // ggml's GROUP_MAX_EPS: "all zero" threshold
+
+// A (rmin, rdelta, nstep) scale search of make_qkx2_quants.
+struct ScaleSearch {
+  float rmin, rdelta;
+  int nstep;
+};
+constexpr ScaleSearch kSearchQ4K = {-1.0f, 0.1f, 20};
+constexpr ScaleSearch kSearchQ5K = {-0.5f, 0.1f, 15};
+
+// Affine weighted fit x ~ scale * L + min with L in [0, nmax], min <= 0 (ggml's make_qkx2_quants,
+// squared error): try iscale = (nmax + rmin + rdelta*is) / (max - min) for is = 0..nstep, solve
+// the 2x2 weighted least squares for each quantization and keep the lowest error.
+// Returns the scale; *neg_min receives -min (>= 0).
+float fit_scale_min(int n, int nmax, const float* x, const float* w, uint8_t* L, float* neg_min,
+                    ScaleSearch search) {
+  uint8_t Laux[32];
+  float min = x[0], max = x[0];
+  float sum_w = w[0];
+  float sum_x = sum_w * x[0];
+  for (int i = 1; i < n; ++i) {
+    if (x[i] < min) min = x[i];
+    if (x[i] > max) max = x[i];
+    sum_w += w[i];
+    sum_x += w[i] * x[i];
+  }
+  if (min > 0) min = 0;
+  if (max == min) {
+    std::fill(L, L + n, uint8_t(0));
+    *neg_min = -min;
+    return 0.0f;
+  }
+  float iscale = float(nmax) / (max - min);
+  float scale = 1 / iscale;
+  float best_error = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = std::clamp(nearest_int(iscale * (x[i] - min)), 0, nmax);
+    L[i] = uint8_t(l);
+    const float diff = scale * float(l) + min - x[i];
+    best_error += w[i] * (diff * diff);
+  }
+  for (int is = 0; is <= search.nstep; ++is) {
+    iscale = (search.rmin + search.rdelta * float(is) + float(nmax)) / (max - min);
+    float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+    for (int i = 0; i < n; ++i) {
+      const int l = std::clamp(nearest_int(iscale * (x[i] - min)), 0, nmax);
+      Laux[i] = uint8_t(l);
+      sum_l += w[i] * float(l);
+      sum_l2 += w[i] * float(l) * float(l);
+      sum_xl += w[i] * float(l) * x[i];
+    }
+    const float D = sum_w * sum_l2 - sum_l * sum_l;
+    if (D > 0) {
+      float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
+      float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+      if (this_min > 0) {
+        this_min = 0;
+        this_scale = sum_xl / sum_l2;
+      }
+      float cur_error = 0;
+      for (int i = 0; i < n; ++i) {
+        const float diff = this_scale * float(Laux[i]) + this_min - x[i];
+        cur_error += w[i] * (diff * diff);
+      }
+      if (cur_error < best_error) {
+        std::copy(Laux, Laux + n, L);
+        best_error = cur_error;
+        scale = this_scale;
+        min = this_min;
+      }
+    }
+  }
+  *neg_min = -min;
+  return scale;
+}
+
+// Symmetric fit x ~ scale * l, l in [-nmax, nmax-1], weights x^2 (ggml's make_qx_quants with
+// rmse_type 1): 19 candidate scales -(nmax + 0.1*is)/max, keep the best (Σwxl)^2/Σwl^2.
+// L receives l + nmax. Returns the scale (0 for an all-zero group).
+float fit_scale_symmetric(int n, int nmax, const float* x, int8_t* L) {
+  float max = 0, amax = 0;
+  for (int i = 0; i < n; ++i) {
+    const float ax = std::fabs(x[i]);
+    if (ax > amax) {
+      amax = ax;
+      max = x[i];
+    }
+  }
+  if (amax < kGroupMaxEps) {
+    std::fill(L, L + n, int8_t(0));
+    return 0.0f;
+  }
+  auto quant = [&](float iscale, int i) {
+    return std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+  };
+  float iscale = -float(nmax) / max;
+  float sumlx = 0, suml2 = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = quant(iscale, i);
+    L[i] = int8_t(l + nmax);
+    const float w = x[i] * x[i];
+    sumlx += w * x[i] * float(l);
+    suml2 += w * float(l) * float(l);
+  }
+  float scale = suml2 != 0 ? sumlx / suml2 : 0.0f;
+  float best = scale * sumlx;
+  for (int is = -9; is <= 9; ++is) {
+    if (is == 0) continue;
+    iscale = -(float(nmax) + 0.1f * float(is)) / max;
+    sumlx = suml2 = 0;
+    for (int i = 0; i < n; ++i) {
+      const int l = quant(iscale, i);
+      const float w = x[i] * x[i];
+      sumlx += w * x[i] * float(l);
+      suml2 += w * float(l) * float(l);
+    }
+    if (suml2 > 0 && sumlx * sumlx > best * suml2) {
+      for (int i = 0; i < n; ++i) L[i] = int8_t(nmax + quant(iscale, i));
+      scale = sumlx / suml2;
+      best = scale * sumlx;
+    }
+  }
+  return scale;
+}
+
+// Q4_K/Q5_K scale packing (inverse of unpack_scale_min_k4).
+void pack_scale_min_k4(int j, uint8_t ls, uint8_t lm, uint8_t* s) {
+  if (j < 4) {
+    s[j] = ls;
+    s[j + 4] = lm;
+  } else {
+    s[j + 4] = uint8_t((ls & 0xF) | ((lm & 0xF) << 4));
+    s[j - 4] |= uint8_t((ls >> 4) << 6);
+    s[j] |= uint8_t((lm >> 4) << 6);
+  }
+}
+
+// The shared Q4_K/Q5_K front half: per-sub-block affine fits (weights av + |x|, av the sub-block
+// RMS), 6-bit scales and mins, fp16 d/dmin, then L re-derived from the stored values.
+// Writes d, dmin and the 12 scale bytes at block; L receives 256 quants in [0, nmax].
+void quantize_k_affine(const float* x, uint8_t* block, int nmax, ScaleSearch search, uint8_t* L) {
+  constexpr int kSub = 32;
+  float scales[kSubBlocks], mins[kSubBlocks], weights[kSub];
+  float max_scale = 0, max_min = 0;
+  for (int j = 0; j < kSubBlocks; ++j) {
+    const float* xs = x + kSub * j;
+    float sum_x2 = 0;
+    for (int l = 0; l < kSub; ++l) sum_x2 += xs[l] * xs[l];
+    const float av_x = std::sqrt(sum_x2 / kSub);
+    for (int l = 0; l < kSub; ++l) weights[l] = av_x + std::fabs(xs[l]);
+    scales[j] = fit_scale_min(kSub, nmax, xs, weights, L + kSub * j, &mins[j], search);
+    if (scales[j] > max_scale) max_scale = scales[j];
+    if (mins[j] > max_min) max_min = mins[j];
+  }
+  const float inv_scale = max_scale > 0 ? float(kScaleMax6) / max_scale : 0.0f;
+  const float inv_min = max_min > 0 ? float(kScaleMax6) / max_min : 0.0f;
+  uint8_t* packed = block + q4_k::kScales;  // same offset in Q5_K
+  std::memset(packed, 0, q4_k::kScaleBytes);
+  for (int j = 0; j < kSubBlocks; ++j) {
+    const uint8_t ls =
+        uint8_t(std::min(kScaleMax6, int(uint8_t(nearest_int(inv_scale * scales[j])))));
+    const uint8_t lm = uint8_t(std::min(kScaleMax6, int(uint8_t(nearest_int(inv_min * mins[j])))));
+    pack_scale_min_k4(j, ls, lm, packed);
+  }
+  store_f16(block + q4_k::kD, max_scale / float(kScaleMax6));
+  store_f16(block + q4_k::kDmin, max_min / float(kScaleMax6));
+  const float d_stored = load_f16(block + q4_k::kD);
+  const float dmin_stored = load_f16(block + q4_k::kDmin);
+  for (int j = 0; j < kSubBlocks; ++j) {
+    uint8_t sc, m;
+    unpack_scale_min_k4(j, packed, &sc, &m);
+    const float d = d_stored * float(sc);
+    if (d == 0.0f) continue;  // keep the fit's quants, as ggml does
+    const float dm = dmin_stored * float(m);
+    for (int i = 0; i < kSub; ++i)
+      L[kSub * j + i] = uint8_t(std::clamp(nearest_int((x[kSub * j + i] + dm) / d), 0, nmax));
+  }
+}
+
+}  // namespace
+
+// Q4_K: 8 sub-blocks of 32, 6-bit scales and mins, 4-bit quants (nmax 15).
+void quantize_q4_k(const float* x, uint8_t* dst, size_t nblocks) {
+  uint8_t L[kQK_K];
+  for (size_t b = 0; b < nblocks; ++b, x += kQK_K, dst += q4_k::kBytes) {
+    quantize_k_affine(x, dst, 15, kSearchQ4K, L);
+    uint8_t* qs = dst + q4_k::kQs;
+    for (int g = 0; g < kQK_K; g += 64, qs += 32)
+      for (int l = 0; l < 32; ++l) qs[l] = uint8_t(L[g + l] | (L[g + l + 32] << 4));
+  }
+}
+
+// Q5_K: as Q4_K with 5-bit quants (nmax 31); the 5th bit of sub-block j goes to bit j of qh[l].
+void quantize_q5_k(const float* x, uint8_t* dst, size_t nblocks) {
+  uint8_t L[kQK_K];
+  for (size_t b = 0; b < nblocks; ++b, x += kQK_K, dst += q5_k::kBytes) {
+    quantize_k_affine(x, dst, 31, kSearchQ5K, L);
+    uint8_t* qh = dst + q5_k::kQh;
+    uint8_t* qs = dst + q5_k::kQs;
+    std::memset(qh, 0, 32);
+    for (int g = 0; g < kQK_K / 64; ++g, qs += 32) {
+      for (int l = 0; l < 32; ++l) {
+        const int lo = L[64 * g + l], hi = L[64 * g + l + 32];
+        qh[l] |= uint8_t(((lo >> 4) << (2 * g)) | ((hi >> 4) << (2 * g + 1)));
+        qs[l] = uint8_t((lo & 0xF) | ((hi & 0xF) << 4));
+      }
+    }
+  }
+}
+
+// Q6_K: 16 sub-blocks of 16, int8 scales relative to d = max_scale / -128, 6-bit quants.
+void quantize_q6_k(const float* x, uint8_t* dst, size_t nblocks) {
+  int8_t L[kQK_K];
+  float scales[kSubBlocks16];
+  for (size_t b = 0; b < nblocks; ++b, x += kQK_K, dst += q6_k::kBytes) {
+    float max_scale = 0, max_abs_scale = 0;
+    for (int ib = 0; ib < kSubBlocks16; ++ib) {
+      scales[ib] = fit_scale_symmetric(q6_k::kSubBlock, q6_k::kOffset, x + 16 * ib, L + 16 * ib);
+      if (std::fabs(scales[ib]) > max_abs_scale) {
+        max_abs_scale = std::fabs(scales[ib]);
+        max_scale = scales[ib];
+      }
+    }
+    if (max_abs_scale < kGroupMaxEps) {
+      std::memset(dst, 0, q6_k::kBytes);
+      continue;
+    }
+    const float iscale = -128.0f / max_scale;
+    store_f16(dst + q6_k::kD, 1 / iscale);
+    int8_t* sc = reinterpret_cast<int8_t*>(dst + q6_k::kScales);
+    for (int ib = 0; ib < kSubBlocks16; ++ib)
+      sc[ib] = int8_t(std::min(127, nearest_int(iscale * scales[ib])));
+    const float d_stored = load_f16(dst + q6_k::kD);
+    for (int ib = 0; ib < kSubBlocks16; ++ib) {
+      const float d = d_stored * float(sc[ib]);
+      if (d == 0.0f) continue;
+      for (int i = 0; i < 16; ++i) {
+        const int l = std::clamp(nearest_int(x[16 * ib + i] / d), -32, 31);
+        L[16 * ib + i] = int8_t(l + q6_k::kOffset);
+      }
+    }
+    uint8_t* ql = dst + q6_k::kQl;
+    uint8_t* qh = dst + q6_k::kQh;
+    for (int h = 0; h < kQK_K; h += 128, ql += 64, qh += 32) {
+      for (int l = 0; l < 32; ++l) {
+        const int q1 = L[h + l], q2 = L[h + l + 32], q3 = L[h + l + 64], q4 = L[h + l + 96];
+        ql[l] = uint8_t((q1 & 0xF) | ((q3 & 0xF) << 4));
+        ql[l + 32] = uint8_t((q2 & 0xF) | ((q4 & 0xF) << 4));
+        qh[l] = uint8_t((q1 >> 4) | ((q2 >> 4) << 2) | ((q3 >> 4) << 4) | ((q4 >> 4) << 6));
+      }
+    }
+  }
+}
+
+// Q8_K: d = max / -127 from the signed extreme (f32, may be negative); q = min(127, rne(x/d));
+// bsums = sums of 16 consecutive quants.
+void quantize_q8_k(const float* x, uint8_t* dst, size_t nblocks) {
+  for (size_t b = 0; b < nblocks; ++b, x += kQK_K, dst += q8_k::kBytes) {
+    float max = 0, amax = 0;
+    for (int j = 0; j < kQK_K; ++j) {
+      if (std::fabs(x[j]) > amax) {
+        amax = std::fabs(x[j]);
+        max = x[j];
+      }
+    }
+    std::memset(dst, 0, q8_k::kBytes);
+    if (amax == 0) continue;  // d = 0, quants and sums 0
+    const float iscale = -127.0f / max;
+    int8_t* qs = reinterpret_cast<int8_t*>(dst + q8_k::kQs);
+    for (int j = 0; j < kQK_K; ++j) qs[j] = int8_t(std::min(127, nearest_int(iscale * x[j])));
+    for (int g = 0; g < kQK_K / q8_k::kGroup; ++g) {
+      int sum = 0;
+      for (int i = 0; i < q8_k::kGroup; ++i) sum += qs[q8_k::kGroup * g + i];
+      store_u16(dst + q8_k::kBsums + 2 * g, uint16_t(int16_t(sum)));
+    }
+    store_u32(dst + q8_k::kD, std::bit_cast<uint32_t>(1 / iscale));
+  }
+}
+
+}  // namespace ugrad::llm::detail
