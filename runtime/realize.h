@@ -1,0 +1,35 @@
+// realize: the bridge from a lazy tensor graph to computed buffers. It schedules the graph into
+// kernels, compiles them through the program cache, allocates buffers and runs the kernels on the
+// graph's device. This is what Tensor::realize and friends call; nothing here knows about Tensor.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/allocator.h"
+#include "uop/shape.h"
+
+namespace ugrad {
+
+/// A new, uninitialised BUFFER node of `count` elements of `dtype` on `device` ("CPU", "NULL",
+/// "NULL:gfx1100", "AMD"). Its memory lives as long as the node does.
+UOp new_buffer(const std::string& device, DType dtype, int64_t count);
+/// The device memory behind a BUFFER node (allocated on first use).
+BufferRef buffer_of(const UOp& buffer);
+
+/// Computes every root of the tensor graph and returns, per root, a realized node of the same
+/// shape and dtype: RESHAPE(BUFFER, shape), or for a symbolic shape a SHRINK of the buffer
+/// reshaped to the maximum shape. ASSIGN roots write into their target's buffer and return it.
+/// `var_vals` binds the variables that appear in the graph (name -> value).
+std::vector<UOp> realize(std::span<const UOp> roots,
+                         const std::vector<std::pair<std::string, int64_t>>& var_vals = {});
+
+/// Copies host bytes into a BUFFER node's memory / out of it (sizes are checked).
+void copy_in(const UOp& buffer, std::span<const std::byte> data);
+void copy_out(const UOp& buffer, std::span<std::byte> data);
+
+/// The BUFFER node under a realized node (RESHAPE/SHRINK chains of a BUFFER), or an empty UOp.
+UOp realized_buffer(const UOp& node);
+
+}  // namespace ugrad
