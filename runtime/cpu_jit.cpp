@@ -1,0 +1,72 @@
+#include "runtime/cpu_jit.h"
+
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/Support/MemoryBuffer.h>
+
+#include <atomic>
+
+#include "runtime/llvm_impl.h"
+#include "uop/error.h"
+
+namespace ugrad {
+
+namespace {
+std::string take_message(llvm::Error err) { return llvm::toString(std::move(err)); }
+}  // namespace
+
+struct CpuJit::Impl {
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  std::atomic<uint64_t> next_id{0};
+  std::string host;
+};
+
+CpuJit::CpuJit() : impl_(std::make_unique<Impl>()) {
+  llvm_impl::init_targets();
+  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!jtmb) fail("cpu jit: cannot detect the host: {}", take_message(jtmb.takeError()));
+  impl_->host = jtmb->getCPU();
+  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
+  if (!jit) fail("cpu jit: cannot create LLJIT: {}", take_message(jit.takeError()));
+  impl_->jit = std::move(*jit);
+}
+
+CpuJit::~CpuJit() = default;
+
+CpuJit& CpuJit::instance() {
+  // Leaked on purpose: programs held by other static objects may be released during exit.
+  static CpuJit* jit = new CpuJit();
+  return *jit;
+}
+
+std::string CpuJit::describe() const { return "cpu:" + impl_->host; }
+
+std::unique_ptr<CpuProgram> CpuJit::load(std::span<const uint8_t> object, std::string_view label) {
+  std::string unique = fmt::format("{}#{}", label, impl_->next_id.fetch_add(1));
+  auto jd = impl_->jit->createJITDylib(unique);
+  if (!jd) fail("cpu jit: {}: cannot create a JITDylib: {}", unique, take_message(jd.takeError()));
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(
+      llvm::StringRef(reinterpret_cast<const char*>(object.data()), object.size()), unique);
+  if (llvm::Error err = impl_->jit->addObjectFile(*jd, std::move(buffer))) {
+    std::string msg = take_message(std::move(err));
+    llvm::consumeError(impl_->jit->getExecutionSession().removeJITDylib(*jd));
+    fail("cpu jit: {}: cannot load object ({} bytes): {}", unique, object.size(), msg);
+  }
+  return std::unique_ptr<CpuProgram>(new CpuProgram(this, &*jd, std::move(unique)));
+}
+
+CpuProgram::~CpuProgram() {
+  auto* jd = static_cast<llvm::orc::JITDylib*>(dylib_);
+  // Errors here mean a bug in ORC bookkeeping; nothing useful can be done in a destructor.
+  llvm::consumeError(jit_->impl_->jit->getExecutionSession().removeJITDylib(*jd));
+}
+
+void* CpuProgram::symbol(std::string_view name) const {
+  auto* jd = static_cast<llvm::orc::JITDylib*>(dylib_);
+  // Materialization (linking the object) happens on the first lookup.
+  auto addr = jit_->impl_->jit->lookup(*jd, llvm::StringRef(name.data(), name.size()));
+  if (!addr)
+    fail("cpu jit: {}: symbol '{}' not found: {}", label_, name, take_message(addr.takeError()));
+  return addr->toPtr<void*>();
+}
+
+}  // namespace ugrad
