@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <thread>
 #include <vector>
 
@@ -122,6 +123,12 @@ int main() {
   const int64_t threads = pool.num_threads();
   fmt::print("thread pool: {} participants (THREADS knob; caller included), {} hardware threads\n",
              threads, std::thread::hardware_concurrency());
+  // Dispatch latency depends on whether the workers have cores to themselves: show the load.
+  if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
+    double load1 = 0;
+    if (std::fscanf(f, "%lf", &load1) == 1) fmt::print("load average (1 min): {:.2f}\n", load1);
+    std::fclose(f);
+  }
 
   // Warm up: wake the workers and fault in the code paths.
   for (int i = 0; i < 1000; ++i) pool.parallel_for(threads, empty_function);

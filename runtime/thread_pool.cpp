@@ -19,11 +19,10 @@ constexpr auto kSpinTime = std::chrono::microseconds(100);
 // Spins of plain pause before the spinning thread starts yielding its core.
 constexpr int kPauseOnlySpins = 1024;
 
-// generation_ packs a dispatch sequence number above the participant count, so a worker learns
-// from one atomic load whether the new dispatch includes it.
-constexpr int kParticipantBits = 16;
-constexpr uint64_t kParticipantMask = (uint64_t{1} << kParticipantBits) - 1;
-static_assert(ThreadPool::kMaxThreads <= static_cast<int64_t>(kParticipantMask));
+// generation_ and claim_ hold a dispatch sequence number in their high half.
+constexpr int kSeqShift = 32;
+constexpr uint64_t kLowMask = (uint64_t{1} << kSeqShift) - 1;
+static_assert(ThreadPool::kMaxTasks <= static_cast<int64_t>(kLowMask));
 
 thread_local bool tl_in_task = false;
 
@@ -81,7 +80,7 @@ ThreadPool::ThreadPool(int64_t n_threads) : n_threads_(resolve_thread_count(n_th
   workers_.reserve(static_cast<size_t>(n_threads_ - 1));
   for (int64_t p = 1; p < n_threads_; ++p) {
     try {
-      workers_.emplace_back([this, p] { worker_loop(p); });
+      workers_.emplace_back([this] { worker_loop(); });
     } catch (const std::system_error& e) {
       shutdown();  // joins the workers started so far
       fail("thread pool: cannot start worker {} of {}: {}", p, n_threads_ - 1, e.what());
@@ -94,7 +93,7 @@ ThreadPool::~ThreadPool() { shutdown(); }
 void ThreadPool::shutdown() {
   if (workers_.empty()) return;
   stop_.store(true);
-  generation_.fetch_add(uint64_t{1} << kParticipantBits);
+  generation_.fetch_add(uint64_t{1} << kSeqShift);
   {
     std::lock_guard lock(wake_mutex_);
     wake_cv_.notify_all();
@@ -119,7 +118,8 @@ void ThreadPool::reset_instance() {
 bool ThreadPool::in_task() { return tl_in_task; }
 
 void ThreadPool::run(RawKernel kernel, void** args, int64_t n_cores) {
-  if (n_cores < 0) fail("thread pool: run() with n_cores = {}", n_cores);
+  if (n_cores < 0 || n_cores > kMaxTasks)
+    fail("thread pool: run() with n_cores = {}, outside [0, {}]", n_cores, kMaxTasks);
   if (n_cores == 0) n_cores = n_threads_;
   struct Ctx {
     RawKernel kernel;
@@ -138,37 +138,27 @@ void ThreadPool::run_serial(Task task, int64_t n_tasks) {
   for (int64_t t = 0; t < n_tasks; ++t) task.call(task.ctx, t, n_tasks);
 }
 
-void ThreadPool::run_share(Task task, int64_t participant, int64_t n_participants,
-                           int64_t n_tasks) {
-  InTaskScope scope;
-  try {
-    for (int64_t t = participant; t < n_tasks; t += n_participants) task.call(task.ctx, t, n_tasks);
-  } catch (...) {
-    if (!has_error_.exchange(true)) error_ = std::current_exception();
-  }
-}
-
 void ThreadPool::dispatch(Task task, int64_t n_tasks) {
   if (n_tasks <= 0) return;
   if (n_threads_ == 1 || n_tasks == 1 || tl_in_task) return run_serial(task, n_tasks);
   std::unique_lock busy(dispatch_mutex_, std::try_to_lock);
   if (!busy.owns_lock()) return run_serial(task, n_tasks);
 
-  const int64_t n_participants = n_tasks < n_threads_ ? n_tasks : n_threads_;
+  const auto seq =
+      static_cast<uint32_t>((generation_.load(std::memory_order_relaxed) >> kSeqShift) + 1);
   task_ = task;
-  n_tasks_ = n_tasks;
   has_error_.store(false, std::memory_order_relaxed);
-  pending_.store(n_participants - 1, std::memory_order_relaxed);
-  const uint64_t seq = (generation_.load(std::memory_order_relaxed) >> kParticipantBits) + 1;
-  generation_.store((seq << kParticipantBits) | static_cast<uint64_t>(n_participants));
+  done_.store(0, std::memory_order_relaxed);
+  claim_.store(uint64_t{seq} << kSeqShift, std::memory_order_relaxed);
+  generation_.store(uint64_t{seq} << kSeqShift | static_cast<uint64_t>(n_tasks));
   // Dekker pairing with worker_loop: either we see its sleeper count or it sees the new generation.
   if (sleepers_.load() > 0) {
     std::lock_guard lock(wake_mutex_);
     wake_cv_.notify_all();
   }
 
-  run_share(task, 0, n_participants, n_tasks);
-  wait_for_workers();
+  run_claimed(seq, n_tasks);
+  wait_for_tasks(n_tasks);
   if (has_error_.load(std::memory_order_acquire)) {
     std::exception_ptr error = std::move(error_);
     error_ = nullptr;
@@ -176,15 +166,36 @@ void ThreadPool::dispatch(Task task, int64_t n_tasks) {
   }
 }
 
-void ThreadPool::wait_for_workers() {
-  if (spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) return;
+void ThreadPool::run_claimed(uint32_t seq, int64_t n_tasks) {
+  InTaskScope scope;
+  for (;;) {
+    uint64_t claim = claim_.load(std::memory_order_acquire);
+    do {
+      if (claim >> kSeqShift != seq || static_cast<int64_t>(claim & kLowMask) >= n_tasks) return;
+    } while (!claim_.compare_exchange_weak(claim, claim + 1, std::memory_order_acq_rel));
+    // A claimed task keeps the dispatch (and task_) alive until it is counted done.
+    try {
+      task_.call(task_.ctx, static_cast<int64_t>(claim & kLowMask), n_tasks);
+    } catch (...) {
+      if (!has_error_.exchange(true)) error_ = std::current_exception();
+    }
+    // Dekker pairing with wait_for_tasks: seq_cst increment, then read the sleeping flag.
+    if (done_.fetch_add(1) + 1 == n_tasks && caller_sleeping_.load()) {
+      std::lock_guard lock(done_mutex_);
+      done_cv_.notify_one();
+    }
+  }
+}
+
+void ThreadPool::wait_for_tasks(int64_t n_tasks) {
+  if (spin_until([&] { return done_.load(std::memory_order_acquire) == n_tasks; })) return;
   std::unique_lock lock(done_mutex_);
   caller_sleeping_.store(true);
-  while (pending_.load() != 0) done_cv_.wait(lock);
+  while (done_.load() != n_tasks) done_cv_.wait(lock);
   caller_sleeping_.store(false);
 }
 
-void ThreadPool::worker_loop(int64_t participant) {
+void ThreadPool::worker_loop() {
   tl_in_task = true;  // a dispatch from inside a worker always runs serially
   uint64_t seen = 0;
   for (;;) {
@@ -197,14 +208,7 @@ void ThreadPool::worker_loop(int64_t participant) {
     }
     seen = gen;
     if (stop_.load(std::memory_order_acquire)) return;
-    const auto n_participants = static_cast<int64_t>(gen & kParticipantMask);
-    if (participant >= n_participants) continue;  // not part of this dispatch
-    run_share(task_, participant, n_participants, n_tasks_);
-    // Dekker pairing with wait_for_workers: seq_cst decrement, then read the sleeping flag.
-    if (pending_.fetch_sub(1) == 1 && caller_sleeping_.load()) {
-      std::lock_guard lock(done_mutex_);
-      done_cv_.notify_one();
-    }
+    run_claimed(static_cast<uint32_t>(gen >> kSeqShift), static_cast<int64_t>(gen & kLowMask));
   }
 }
 

@@ -1,11 +1,12 @@
 // A pool of persistent worker threads that CPU kernels use to run their outer loop in parallel.
 //
-// One dispatch hands the same task to every participant (the calling thread is participant 0 and
-// does its share); workers spin briefly for the next dispatch before they sleep, so back-to-back
-// kernel launches (JIT replay) cost a few microseconds. A dispatch allocates nothing. The first
-// exception thrown by any participant is rethrown in the caller. A dispatch from inside a task
-// (nesting), or while another thread is dispatching on the same pool, runs serially on the calling
-// thread instead of waiting.
+// A dispatch splits the work into tasks (one per participant by default) that the calling thread
+// and the workers claim one at a time, so the caller does a share and takes over the share of a
+// worker that is slow to wake. Workers spin briefly for the next dispatch before they sleep, so
+// back-to-back kernel launches (JIT replay) cost about a microsecond. A dispatch allocates nothing.
+// The first exception thrown by any participant is rethrown in the caller. A dispatch from inside a
+// task (nesting), or while another thread is dispatching on the same pool, runs serially on the
+// calling thread instead of waiting.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -48,7 +49,7 @@ class ThreadPool {
   void parallel_for(int64_t n, Fn&& fn, int64_t max_chunks = 0);
 
   /// Runs kernel(args, core_id, n_cores) for every core_id in [0, n_cores), spread over the
-  /// participants; n_cores = 0 means num_threads().
+  /// participants; n_cores = 0 means num_threads(), at most kMaxTasks.
   void run(RawKernel kernel, void** args, int64_t n_cores = 0);
 
   /// True on a thread that is currently running a task of some pool (a nested dispatch runs
@@ -56,6 +57,7 @@ class ThreadPool {
   static bool in_task();
 
   static constexpr int64_t kMaxThreads = 1024;
+  static constexpr int64_t kMaxTasks = (int64_t{1} << 31) - 1;
 
  private:
   // A type-erased task: call(ctx, task_id, n_tasks) for each task id. Kept as two words so a
@@ -67,9 +69,9 @@ class ThreadPool {
 
   void dispatch(Task task, int64_t n_tasks);
   void run_serial(Task task, int64_t n_tasks);
-  void run_share(Task task, int64_t participant, int64_t n_participants, int64_t n_tasks);
-  void worker_loop(int64_t participant);
-  void wait_for_workers();
+  void run_claimed(uint32_t seq, int64_t n_tasks);
+  void worker_loop();
+  void wait_for_tasks(int64_t n_tasks);
   void shutdown();
 
   int64_t n_threads_;
@@ -78,14 +80,17 @@ class ThreadPool {
   // One dispatch at a time; a second concurrent caller runs serially.
   std::mutex dispatch_mutex_;
 
-  // The current dispatch, published by a release increment of generation_.
+  // The current dispatch. generation_ = (sequence << 32) | task count, published with release
+  // after task_ and claim_ are set. claim_ = (sequence << 32) | next unclaimed task: a thread takes
+  // a task by compare-and-swap, so a stale thread can never take a task of a later dispatch, and
+  // the caller takes the share of workers that are slow to wake.
   Task task_{};
-  int64_t n_tasks_ = 0;
   std::atomic<uint64_t> generation_{0};
+  std::atomic<uint64_t> claim_{0};
   std::atomic<bool> stop_{false};
 
-  // Workers of the current dispatch that have not finished yet.
-  std::atomic<int64_t> pending_{0};
+  // Tasks of the current dispatch that have finished (or thrown).
+  std::atomic<int64_t> done_{0};
   std::atomic<bool> has_error_{false};
   std::exception_ptr error_;
 

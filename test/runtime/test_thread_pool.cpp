@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <new>
 #include <numeric>
 #include <set>
 #include <stdexcept>
@@ -13,6 +16,19 @@
 #include "uop/error.h"
 
 using namespace ugrad;
+
+// Counts every allocation in this test program, to show that a dispatch makes none.
+namespace {
+std::atomic<int64_t> g_allocations{0};
+}  // namespace
+
+void* operator new(size_t bytes) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(bytes == 0 ? 1 : bytes)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -181,6 +197,25 @@ TEST_SUITE("thread_pool") {
       pool.parallel_for(4, [&](int64_t b, int64_t e) { count += e - b; });
     }
     CHECK(count.load() == 5000 * 4 + 5 * 4);
+  }
+
+  TEST_CASE("a dispatch allocates nothing") {
+    ThreadPool pool(3);
+    std::atomic<int64_t> count{0};
+    int64_t big_capture[8] = {1, 2, 3, 4, 5, 6, 7, 8};  // too big for std::function's inline buffer
+    auto body = [&, big_capture](int64_t b, int64_t e) { count += (e - b) * big_capture[0]; };
+    void* args[1] = {&count};
+    auto kernel = [](void** a, int64_t, int64_t) { ++*static_cast<std::atomic<int64_t>*>(a[0]); };
+    pool.parallel_for(3, body);  // warm up
+    const int64_t before = g_allocations.load();
+    for (int rep = 0; rep < 1000; ++rep) {
+      pool.parallel_for(1000, body);
+      pool.run(kernel, args);
+    }
+    CHECK(g_allocations.load() == before);
+    CHECK(count.load() == 3 + 1000 * (1000 + 3));
+    auto counted = std::make_unique<int64_t>(0);  // the counter itself works
+    CHECK(g_allocations.load() == before + 1);
   }
 
   TEST_CASE("a slow task makes the caller sleep, and the last worker wakes it") {
