@@ -1,5 +1,7 @@
 #include "uop/shape.h"
 
+#include <atomic>
+
 #include <fmt/format.h>
 
 #include "uop/error.h"
@@ -172,4 +174,12 @@ const Shape& shape_of(const UOp& u) {
   return *n->shape.load(std::memory_order_acquire);
 }
 
+}  // namespace ugrad
+
+namespace ugrad {
+UOp buffer_node(const std::string& device, DType dtype, int64_t count) {
+  static std::atomic<int64_t> next_id{1};
+  if (count < 0) fail("buffer of {} elements on {}", count, device);
+  return UOp::make(Op::BUFFER, dtype, {}, BufferArg{next_id++, count, device});
+}
 }  // namespace ugrad

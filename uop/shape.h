@@ -45,3 +45,8 @@ std::string shape_str(const Shape& s);
 bool dims_equal(const UOp& a, const UOp& b);
 
 }  // namespace ugrad
+
+namespace ugrad {
+/// A fresh BUFFER node: `count` elements of `dtype` on `device`, with a process-unique id.
+UOp buffer_node(const std::string& device, DType dtype, int64_t count);
+}  // namespace ugrad

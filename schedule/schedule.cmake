@@ -1,0 +1,4 @@
+# Tensor graph -> kernels.
+ugrad_component(ugrad_schedule
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/kernelize.cpp ${CMAKE_CURRENT_LIST_DIR}/index_math.cpp
+  DEPS ugrad_uop)

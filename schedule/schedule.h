@@ -1,0 +1,34 @@
+// The scheduler: a tensor graph -> an ordered list of kernels. Movement ops become index arithmetic
+// over loop ranges (no views). A node is computed inside its consumer's loops (fusion) unless it
+// must be materialized: a root, a CONTIGUOUS, an ASSIGN, a reduce whose result is broadcast into a
+// larger loop nest, or a node holding a reduce that two consumers index differently.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "uop/shape.h"
+
+namespace ugrad {
+
+/// One kernel: its AST (see codegen/codegen.h for the form) and the BUFFER node of each slot
+/// (slot 0 is the output).
+struct ScheduleItem {
+  UOp ast;
+  std::vector<UOp> buffers;
+};
+
+struct Schedule {
+  std::vector<ScheduleItem> items;  // in dependency order
+  std::vector<UOp> outputs;         // per root: its realized node (a view of a BUFFER)
+};
+
+/// Schedules the roots. Roots that are already realized views cost no kernel.
+Schedule create_schedule(const std::vector<UOp>& roots);
+
+/// The realized view of `buffer` with `shape`: RESHAPE to the maximum dims, then SHRINK to the
+/// symbolic ones where they differ.
+UOp buffer_view(const UOp& buffer, const Shape& shape);
+/// True for a BUFFER reached through RESHAPE/SHRINK/EXPAND/PERMUTE... only (no computation).
+bool is_buffer_view(const UOp& node);
+
+}  // namespace ugrad

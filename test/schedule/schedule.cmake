@@ -1,0 +1,3 @@
+ugrad_test(test_schedule
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_schedule.cpp
+  DEPS ugrad_schedule)
