@@ -54,6 +54,30 @@ std::string join(const std::vector<std::string>& lines) {
 
 bool is_f64_or_vec(llvm::Type* t) { return t->getScalarType()->isDoubleTy(); }
 
+// WMMA fragment shapes differ per generation (wave32): gfx11 takes 16 f16/bf16 lanes per A/B
+// fragment and wants them replicated in both half-waves; gfx12 takes 8. A mismatch is a
+// "Cannot select" abort in instruction selection, so it is checked here.
+void check_wmma_shape(const llvm::CallBase& call, llvm::StringRef name, const llvm::Function& f,
+                      const LlvmTarget& target, std::string_view what) {
+  const bool gfx11 = target.arch.starts_with("gfx11");
+  if (gfx11 && name.starts_with("llvm.amdgcn.swmmac."))
+    fail("amdgpu: {} '{}': {} needs gfx12, the target is {}", what, f.getName().str(), name.str(),
+         target.arch);
+  const unsigned want = gfx11 ? 16 : 8;
+  if (call.arg_size() == 0) return;
+  auto* a = llvm::dyn_cast<llvm::FixedVectorType>(call.getArgOperand(0)->getType());
+  if (a &&
+      (a->getElementType()->isHalfTy() || a->getElementType()->isBFloatTy() ||
+       a->getElementType()->isIntegerTy(16)) &&
+      a->getNumElements() != want)
+    fail("amdgpu: {} '{}': {} takes <{} x half/bfloat> A fragments on {} (wave32), got {}", what,
+         f.getName().str(), name.str(), want, target.arch, a->getNumElements());
+  auto* r = llvm::dyn_cast<llvm::FixedVectorType>(call.getType());
+  if (r && r->getElementType()->isFloatTy() && r->getNumElements() != 8)
+    fail("amdgpu: {} '{}': {} must return <8 x float> on {} (wave32)", what, f.getName().str(),
+         name.str(), target.arch);
+}
+
 // Constructs LLVM 19's AMDGPU instruction selection cannot lower abort the process
 // (report_fatal_error), so they are rejected here, after optimization has had its say.
 void check_amdgpu_selectable(const llvm::Module& m, const LlvmTarget& target,
@@ -90,14 +114,8 @@ void check_amdgpu_selectable(const llvm::Module& m, const LlvmTarget& target,
             break;
         }
         llvm::StringRef name = call->getCalledFunction()->getName();
-        // gfx11 wave32 WMMA returns 8 f32 / 16 f16 lanes; anything else is the wave64 or gfx12
-        // form.
-        if (name.starts_with("llvm.amdgcn.wmma.f32.16x16x16") && target.arch.starts_with("gfx11")) {
-          auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(call->getType());
-          if (!vt || vt->getNumElements() != 8)
-            fail("amdgpu: {} '{}': {} must return <8 x float> on {} (wave32)", what,
-                 f.getName().str(), name.str(), target.arch);
-        }
+        if (name.starts_with("llvm.amdgcn.wmma.") || name.starts_with("llvm.amdgcn.swmmac."))
+          check_wmma_shape(*call, name, f, target, what);
       }
     }
   }

@@ -52,6 +52,8 @@ std::string disassemble_amdgpu(std::span<const uint8_t> code_object) {
   std::string out;
   llvm::raw_string_ostream os(out);
   os << "; " << co.arch << " code object v" << co.code_object_version << "\n";
+  std::string last_line;
+  size_t repeats = 0;
   for (uint64_t off = 0; off < text.size();) {
     uint64_t addr = co.text_address + off;
     if (auto it = labels.find(addr); it != labels.end()) os << it->second << ":\n";
@@ -66,10 +68,19 @@ std::string disassemble_amdgpu(std::span<const uint8_t> code_object) {
       size = std::min<uint64_t>(4, text.size() - off);
       ls << "\t.byte <undecodable>";
     }
+    off += size;
+    // gfx11 pads .text with s_code_end for the instruction prefetcher: print the run once.
+    if (line == last_line && line.find("s_code_end") != std::string::npos) {
+      ++repeats;
+      continue;
+    }
+    if (repeats) os << "\t; (previous line repeated " << repeats << " more times)\n";
+    repeats = 0;
+    last_line = line;
     os << line;
     os << llvm::format("  // %06llx\n", static_cast<unsigned long long>(addr));
-    off += size;
   }
+  if (repeats) os << "\t; (previous line repeated " << repeats << " more times)\n";
   return os.str();
 }
 

@@ -148,6 +148,7 @@ TEST_SUITE("amd_code_object") {
     CHECK(lds.info.kernel("L_reverse").group_segment_size == 1024);
     CHECK(lds_isa.find("s_endpgm") != std::string::npos);
     CHECK(lds_isa.find("<undecodable>") == std::string::npos);
+    CHECK(lds_isa.find("repeated") != std::string::npos);  // the s_code_end padding, folded
   }
 
   TEST_CASE("code object v4 and v5") {
@@ -263,6 +264,19 @@ define amdgpu_kernel void @K(ptr addrspace(1) %p, i32 %x) {
     CHECK(error_of([&] { amd_compile(target, "define void @f( {", "broken"); }).find("broken") !=
           std::string::npos);
     CHECK_THROWS_AS(amd_compile(cpu_target(), tk::kAmdAdd, "E_add"), Error);
+    // gfx11-shaped WMMA fragments on gfx12 would be a "Cannot select" abort.
+    CHECK(error_of([] {
+            amd_compile(amdgpu_target("gfx1200"), tk::kAmdWmma, "W_wmma");
+          }).find("A fragments") != std::string::npos);
+    // Undefined external calls are lld errors (with lld's message), not crashes.
+    const char* undefined = R"(
+declare void @ext()
+define amdgpu_kernel void @K() {
+  call void @ext()
+  ret void
+})";
+    CHECK(error_of([&] { amd_compile(target, undefined, "K"); }).find("undefined symbol: ext") !=
+          std::string::npos);
   }
 
   TEST_CASE("damaged code objects are Errors, never crashes") {
