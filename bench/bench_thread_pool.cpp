@@ -50,6 +50,13 @@ std::atomic<int64_t> g_sink{0};
 
 __attribute__((noinline)) void empty_function(int64_t begin, int64_t end) { g_sink += end - begin; }
 
+// Busy-waits `us` microseconds: a stand-in for a kernel chunk's work.
+void busy_us(double us) {
+  const auto until = Clock::now() + std::chrono::duration<double, std::micro>(us);
+  while (Clock::now() < until) {
+  }
+}
+
 void empty_kernel(void** /*args*/, int64_t core_id, int64_t /*n_cores*/) {
   if (core_id < 0) g_sink++;
 }
@@ -164,6 +171,25 @@ int main() {
              kThreadSpawns);
   fmt::print("  ratio thread create+join / parallel_for (median): {:.1f}x\n",
              spawn.median_us / pf.median_us);
+
+  // Chunks with real work: how close a dispatch gets to the ideal (one chunk's time), and how many
+  // chunks the workers ran (the rest the caller took over).
+  fmt::print("\n{} chunks of fixed busy work per dispatch (median of 2000)\n", threads);
+  const std::thread::id caller = std::this_thread::get_id();
+  for (double work_us : {2.0, 20.0, 200.0}) {
+    std::atomic<int64_t> on_workers{0};
+    const Summary s = time_each(2000, [&] {
+      pool.parallel_for(threads, [&](int64_t, int64_t) {
+        busy_us(work_us);
+        if (std::this_thread::get_id() != caller) on_workers++;
+      });
+    });
+    fmt::print(
+        "  {:>6.1f} us per chunk: {:>8.2f} us per dispatch (serial {:>8.2f}, ideal {:>6.1f}), "
+        "speedup {:.2f}x, {:.0f}% of chunks on workers\n",
+        work_us, s.median_us, work_us * threads, work_us, work_us * threads / s.median_us,
+        100.0 * on_workers.load() / (2000.0 * threads));
+  }
 
   fmt::print("\nmemory plan, decoder forward (fp32, 64-byte alignment)\n");
   struct Config {

@@ -41,18 +41,18 @@ struct InTaskScope {
   ~InTaskScope() { tl_in_task = previous; }
 };
 
-// Spins until pred() holds or kSpinTime has passed; returns whether it held.
+// Spins until pred() holds or kSpinTime has passed; returns whether it held. With `yield`, the
+// thread gives up its core after the first few microseconds: right when waiting for a thread that
+// may share that core, wrong for an idle worker (a yield to a busy process costs it a whole tick).
 template <typename Pred>
-bool spin_until(Pred pred) {
+bool spin_until(Pred pred, bool yield) {
   const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
   for (int i = 0;; ++i) {
     if (pred()) return true;
     cpu_relax();
     if ((i & 63) == 63) {
       if (std::chrono::steady_clock::now() > deadline) return false;
-      // Past the first few microseconds, give the core to a thread we may be waiting for (more
-      // threads than cores: a spinning waiter would otherwise delay the very worker it waits on).
-      if (i >= kPauseOnlySpins) std::this_thread::yield();
+      if (yield && i >= kPauseOnlySpins) std::this_thread::yield();
     }
   }
 }
@@ -188,7 +188,7 @@ void ThreadPool::run_claimed(uint32_t seq, int64_t n_tasks) {
 }
 
 void ThreadPool::wait_for_tasks(int64_t n_tasks) {
-  if (spin_until([&] { return done_.load(std::memory_order_acquire) == n_tasks; })) return;
+  if (spin_until([&] { return done_.load(std::memory_order_acquire) == n_tasks; }, true)) return;
   std::unique_lock lock(done_mutex_);
   caller_sleeping_.store(true);
   while (done_.load() != n_tasks) done_cv_.wait(lock);
@@ -200,7 +200,8 @@ void ThreadPool::worker_loop() {
   uint64_t seen = 0;
   for (;;) {
     uint64_t gen = 0;
-    if (!spin_until([&] { return (gen = generation_.load(std::memory_order_acquire)) != seen; })) {
+    if (!spin_until([&] { return (gen = generation_.load(std::memory_order_acquire)) != seen; },
+                    false)) {
       std::unique_lock lock(wake_mutex_);
       sleepers_.fetch_add(1);
       while ((gen = generation_.load()) == seen) wake_cv_.wait(lock);
