@@ -1,5 +1,8 @@
 #include "runtime/thread_pool.h"
 
+#include <sched.h>
+
+#include <algorithm>
 #include <chrono>
 #include <system_error>
 
@@ -14,7 +17,8 @@ namespace ugrad {
 namespace {
 
 // How long a worker polls for the next dispatch (and the caller for the end of one) before it
-// sleeps. Long enough to bridge the gap between back-to-back kernel launches.
+// sleeps. Long enough to bridge the gap between back-to-back kernel launches; short enough that an
+// idle pool stops burning cores almost at once.
 constexpr auto kSpinTime = std::chrono::microseconds(100);
 // Spins of plain pause before the spinning thread starts yielding its core.
 constexpr int kPauseOnlySpins = 1024;
@@ -62,8 +66,12 @@ int64_t resolve_thread_count(int64_t n_threads) {
     fail("thread pool: thread count {} is out of range [0, {}] (THREADS=0 means one per core)",
          n_threads, ThreadPool::kMaxThreads);
   if (n_threads > 0) return n_threads;
+  // The CPUs this process may run on (taskset, cgroup cpusets), not every CPU of the machine.
+  cpu_set_t cpus;
+  if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) > 0)
+    return std::min<int64_t>(CPU_COUNT(&cpus), ThreadPool::kMaxThreads);
   const unsigned hw = std::thread::hardware_concurrency();
-  return hw == 0 ? 1 : static_cast<int64_t>(hw);
+  return hw == 0 ? 1 : std::min<int64_t>(hw, ThreadPool::kMaxThreads);
 }
 
 std::mutex g_instance_mutex;

@@ -3,10 +3,10 @@
 // A dispatch splits the work into tasks (one per participant by default) that the calling thread
 // and the workers claim one at a time, so the caller does a share and takes over the share of a
 // worker that is slow to wake. Workers spin briefly for the next dispatch before they sleep, so
-// back-to-back kernel launches (JIT replay) cost about a microsecond. A dispatch allocates nothing.
-// The first exception thrown by any participant is rethrown in the caller. A dispatch from inside a
-// task (nesting), or while another thread is dispatching on the same pool, runs serially on the
-// calling thread instead of waiting.
+// back-to-back kernel launches (JIT replay) cost well under a microsecond of overhead. A dispatch
+// allocates nothing. The first exception thrown by any participant is rethrown in the caller. A
+// dispatch from inside a task (nesting), or while another thread is dispatching on the same pool,
+// runs serially on the calling thread instead of waiting.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -27,7 +27,7 @@ class ThreadPool {
   using RawKernel = void (*)(void** args, int64_t core_id, int64_t n_cores);
 
   /// A pool of `n_threads` participants: the caller plus n_threads - 1 workers. 0 means one per
-  /// hardware thread; a negative count or more than kMaxThreads is an Error.
+  /// CPU this process may run on; a negative count or more than kMaxThreads is an Error.
   explicit ThreadPool(int64_t n_threads);
   /// Stops and joins every worker.
   ~ThreadPool();
