@@ -33,7 +33,8 @@ struct GgufTensor {
   std::string_view name;
   std::vector<uint64_t> dims;  // ne, innermost (contiguous) first
   GgmlType type = GgmlType::F32;
-  uint64_t offset = 0;  // relative to its shard's data section
+  uint64_t offset = 0;       // relative to its shard's data section
+  uint64_t file_offset = 0;  // absolute position of the data in its shard's file
   uint64_t nbytes = 0;
   std::span<const uint8_t> data;
   uint32_t shard = 0;  // index of the split shard that holds the data (0 for single files)

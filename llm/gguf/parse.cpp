@@ -252,7 +252,8 @@ void check_data_section(Reader& r, GgufFile::Shard& out) {
       r.error("tensor '{}' ends at byte {} but the file has {}", t.name, static_cast<uint64_t>(end),
               size);
     }
-    t.data = out.bytes.subspan(out.data_start + t.offset, t.nbytes);
+    t.file_offset = out.data_start + t.offset;
+    t.data = out.bytes.subspan(t.file_offset, t.nbytes);
   }
   std::vector<const GgufTensor*> by_offset;
   by_offset.reserve(out.tensors.size());

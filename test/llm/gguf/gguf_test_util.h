@@ -62,6 +62,29 @@ struct Bytes {
   }
 };
 
+/// Calls every typed getter on `key`; each may fail with Error on a type or range mismatch.
+inline uint64_t typed_getters(const GgufFile& f, std::string_view key) {
+  uint64_t sum = 0;
+  auto attempt = [&](auto&& get) {
+    try {
+      sum += static_cast<uint64_t>(get());
+    } catch (const Error&) {
+      sum += 1;
+    }
+  };
+  attempt([&] { return f.get_u32(key); });
+  attempt([&] { return f.get_i64(key); });
+  attempt([&] { return f.get_u64(key); });
+  attempt([&] { return f.get_f64(key) != 0; });
+  attempt([&] { return f.get_bool(key); });
+  attempt([&] { return f.get_string(key).size(); });
+  attempt([&] { return f.get_array_strings(key).size(); });
+  attempt([&] { return f.get_array_i32(key).size(); });
+  attempt([&] { return f.get_array_u32(key).size(); });
+  attempt([&] { return f.get_array_f32(key).size(); });
+  return sum;
+}
+
 /// Parses `bytes` and reads every metadata value and every tensor byte. Returns a checksum (so
 /// nothing is optimized away); an Error from bad input is caught and counted as 0.
 inline uint64_t touch_gguf(std::span<const uint8_t> bytes) {
@@ -77,6 +100,7 @@ inline uint64_t touch_gguf(std::span<const uint8_t> bytes) {
         for (std::string_view s : a.strings) sum += s.size();
       }
       sum += f.has(kv.key);
+      sum += typed_getters(f, kv.key);
     }
     for (const GgufTensor& t : f.tensors()) {
       sum += t.n_elements() + t.offset + t.dims.size();
