@@ -2,6 +2,7 @@
 // and little-endian field readers/writers. The offsets are data so that the scalar reference code
 // here and the later lazy tensor expressions (dequant fused into matmuls) read the same facts.
 #pragma once
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -122,6 +123,13 @@ inline void store_u32(uint8_t* p, uint32_t v) {
 }
 /// Stores fp16(v) (round to nearest even) at p.
 inline void store_f16(uint8_t* p, float v) { store_u16(p, float_to_half(v)); }
+
+/// MXFP4's E8M0 exponent e -> 2^(e-128): half the scale 2^(e-127), because kMXFP4Values holds
+/// the E2M1 values doubled. e < 2 gives float subnormals.
+inline float e8m0_to_float_half(uint8_t e) {
+  if (e < 2) return std::bit_cast<float>(uint32_t(0x00200000u) << e);
+  return std::bit_cast<float>(uint32_t(e - 1) << 23);
+}
 
 /// Q4_K/Q5_K 6-bit (scale, min) of sub-block j from the 12 packed bytes: bytes 0-3 hold sc0..3
 /// (low 6 bits) and sc4..7's top 2 bits, bytes 4-7 the same for mins, bytes 8-11 the low nibbles

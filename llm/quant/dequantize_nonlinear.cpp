@@ -10,12 +10,6 @@ namespace {
 
 constexpr int kHalf = kQK / 2;  // nibble order as Q4_0: qs[j] holds elements j and j+16
 
-// E8M0 exponent e -> 2^(e-128), i.e. half the scale 2^(e-127), matching kMXFP4Values being 2x.
-float e8m0_to_float_half(uint8_t e) {
-  if (e < 2) return std::bit_cast<float>(uint32_t(0x00200000u) << e);  // float subnormals
-  return std::bit_cast<float>(uint32_t(e - 1) << 23);
-}
-
 }  // namespace
 
 // IQ4_NL: y[j] = d * kIQ4NLValues[lo(qs[j])], y[j+16] = d * kIQ4NLValues[hi(qs[j])].

@@ -43,9 +43,10 @@ void quantize_q4_k(const float* src, uint8_t* dst, size_t nblocks);
 void quantize_q5_k(const float* src, uint8_t* dst, size_t nblocks);
 void quantize_q6_k(const float* src, uint8_t* dst, size_t nblocks);
 void quantize_q8_k(const float* src, uint8_t* dst, size_t nblocks);
-// quantize_iq4.cpp
+// quantize_nonlinear.cpp
 void quantize_iq4_nl(const float* src, uint8_t* dst, size_t nblocks);
 void quantize_iq4_xs(const float* src, uint8_t* dst, size_t nblocks);
+void quantize_mxfp4(const float* src, uint8_t* dst, size_t nblocks);
 
 /// ggml's nearest_int: round half to even via the 1.5 * 2^23 trick (valid for |f| < 2^22).
 inline int nearest_int(float f) {

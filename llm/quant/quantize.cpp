@@ -30,6 +30,7 @@ constexpr QuantEntry kQuantizers[] = {
     {GgmlType::Q8_K, detail::quantize_q8_k, true},
     {GgmlType::IQ4_NL, detail::quantize_iq4_nl, true},
     {GgmlType::IQ4_XS, detail::quantize_iq4_xs, true},
+    {GgmlType::MXFP4, detail::quantize_mxfp4, true},
 };
 
 const QuantEntry* find_quantizer(GgmlType t) {

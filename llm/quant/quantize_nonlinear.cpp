@@ -1,6 +1,7 @@
-// Quantizers of IQ4_NL and IQ4_XS, following ggml's quantize_row_iq4_nl_impl as llama-quantize
-// runs it without an importance matrix: weights x^2, a 15-candidate scale search (ntry = 7) per
-// 32-element sub-block, each index the nearest kIQ4NLValues entry.
+// Quantizers of the table-valued 4-bit formats. IQ4_NL and IQ4_XS follow ggml's
+// quantize_row_iq4_nl_impl as llama-quantize runs it without an importance matrix: weights x^2, a
+// 15-candidate scale search (ntry = 7) per 32-element sub-block, each index the nearest
+// kIQ4NLValues entry. MXFP4 follows quantize_row_mxfp4_ref.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -128,6 +129,36 @@ void quantize_iq4_xs(const float* x, uint8_t* dst, size_t nblocks) {
     }
     store_u16(dst + iq4_xs::kScalesH, scales_h);
     pack_nibbles(L, dst + iq4_xs::kQs, kNsub);
+  }
+}
+
+// MXFP4: e = floor(log2 max|x|) - 2 + 127 (so the largest E2M1 value 6 covers max|x|), or 0 for
+// an all-zero block; each element takes the nearest value (first on ties) of the doubled E2M1
+// table times 2^(e-128). NOTE: ggml computes floor(log2f(amax)); ilogb is the exact floor, and
+// the exponent is clamped at 0 for tiny blocks where ggml's uint8 conversion is undefined.
+void quantize_mxfp4(const float* x, uint8_t* dst, size_t nblocks) {
+  constexpr int kE2M1MaxExp = 2;  // the largest E2M1 magnitude, 6, is 1.5 * 2^2
+  constexpr int kE8M0Bias = 127;
+  for (size_t b = 0; b < nblocks; ++b, x += kQK, dst += mxfp4::kBytes) {
+    float amax = 0;
+    for (int j = 0; j < kQK; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const int e = amax > 0 ? std::max(0, std::ilogb(amax) - kE2M1MaxExp + kE8M0Bias) : 0;
+    const float d = e8m0_to_float_half(uint8_t(e));
+    dst[mxfp4::kE] = uint8_t(e);
+    auto nearest = [&](float v) {
+      int best = 0;
+      float best_err = std::fabs(float(kMXFP4Values[0]) * d - v);
+      for (int i = 1; i < kValues; ++i) {
+        const float err = std::fabs(float(kMXFP4Values[i]) * d - v);
+        if (err < best_err) {
+          best = i;
+          best_err = err;
+        }
+      }
+      return best;
+    };
+    for (int j = 0; j < kQK / 2; ++j)
+      dst[mxfp4::kQs + j] = uint8_t(nearest(x[j]) | (nearest(x[j + kQK / 2]) << 4));
   }
 }
 
