@@ -118,6 +118,8 @@ struct NodeEq {
 
 }  // namespace
 
+std::atomic<BufferReleaseHook> g_buffer_release_hook{nullptr};
+
 struct Interner {
   std::mutex mutex;
   std::unordered_set<const UOpNode*, NodeHash, NodeEq> table;
@@ -163,11 +165,15 @@ struct Interner {
         std::lock_guard lock(mutex);
         if (auto it = table.find(x); it != table.end() && *it == x) table.erase(it);
       }
+      if (x->op == Op::BUFFER)
+        if (BufferReleaseHook hook = g_buffer_release_hook.load()) hook(std::get<BufferArg>(x->arg).id);
       delete x;  // destroying x->src queues the children that die with it
     }
     pending = nullptr;
   }
 };
+
+void set_buffer_release_hook(BufferReleaseHook hook) { g_buffer_release_hook.store(hook); }
 
 size_t live_uop_count() {
   Interner& in = Interner::get();

@@ -173,6 +173,9 @@ struct UOpNode {
 
 /// Number of live interned nodes (for tests and leak checks).
 size_t live_uop_count();
+/// Called with the BufferArg id of every BUFFER node that dies (the runtime frees its memory).
+using BufferReleaseHook = void (*)(int64_t buffer_id);
+void set_buffer_release_hook(BufferReleaseHook hook);
 
 template <typename T>
 const T& UOp::arg_as() const {

@@ -1,32 +1,15 @@
 #include <doctest/doctest.h>
 
 #include "schedule/schedule.h"
+#include "test/graph_helpers.h"
 #include "uop/error.h"
 
 using namespace ugrad;
 
+using namespace ugrad::test;
+
 namespace {
 
-UOp input(std::vector<int64_t> dims, DType dt = dtypes::float32) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  return buffer_view(buffer_node("CPU", dt, n), make_shape(dims));
-}
-UOp mop(Op op, const UOp& x, const std::vector<int64_t>& dims) {
-  std::vector<UOp> src{x};
-  for (int64_t d : dims) src.push_back(dim(d));
-  return UOp::make(op, x.dtype(), src);
-}
-UOp permute(const UOp& x, std::vector<int64_t> order) {
-  return UOp::make(Op::PERMUTE, x.dtype(), {x}, order);
-}
-UOp reduce(const UOp& x, Op op, std::vector<int64_t> axes) {
-  return UOp::make(Op::REDUCE_AXIS, x.dtype(), {x}, ReduceArg{op, axes});
-}
-UOp broadcast_const(double v, std::vector<int64_t> dims) {
-  std::vector<int64_t> ones(dims.size(), 1);
-  return mop(Op::EXPAND, mop(Op::RESHAPE, UOp::cnst(dtypes::float32, v), ones), dims);
-}
 size_t kernels(std::vector<UOp> roots) { return create_schedule(roots).items.size(); }
 
 }  // namespace
@@ -45,11 +28,9 @@ TEST_CASE("a full sum is one kernel; a permute followed by a reduce is one kerne
 TEST_CASE("relu(a@b + bias) is one kernel") {
   int64_t n = 8, k = 16, m = 4;
   UOp a = input({n, k}), b = input({k, m}), bias = input({m});
-  UOp a3 = mop(Op::EXPAND, mop(Op::RESHAPE, a, {n, 1, k}), {n, m, k});
-  UOp b3 = mop(Op::EXPAND, mop(Op::RESHAPE, permute(b, {1, 0}), {1, m, k}), {n, m, k});
-  UOp mm = mop(Op::RESHAPE, reduce(a3 * b3, Op::ADD, {2}), {n, m});
+  UOp mm = matmul(a, b, n, k, m);
   UOp biased = mm + mop(Op::EXPAND, mop(Op::RESHAPE, bias, {1, m}), {n, m});
-  UOp relu = biased.alu(Op::MAX, broadcast_const(0, {n, m}));
+  UOp relu = biased.alu(Op::MAX, full(0, {n, m}));
   Schedule s = create_schedule({relu});
   CHECK(s.items.size() == 1);
   CHECK(s.items[0].buffers.size() == 4);

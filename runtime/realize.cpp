@@ -1,0 +1,161 @@
+#include "runtime/realize.h"
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "codegen/codegen.h"
+#include "runtime/device.h"
+#include "schedule/schedule.h"
+#include "uop/env.h"
+#include "uop/error.h"
+
+namespace ugrad {
+namespace {
+
+// Device memory of every live BUFFER node, by buffer id; freed when the node dies.
+struct BufferRegistry {
+  std::mutex mutex;
+  std::unordered_map<int64_t, BufferRef> buffers;
+
+  static BufferRegistry& get() {
+    static BufferRegistry* r = [] {
+      set_buffer_release_hook([](int64_t id) {
+        BufferRef dead;  // destroyed outside the lock
+        BufferRegistry& reg = get();
+        std::lock_guard lock(reg.mutex);
+        if (auto it = reg.buffers.find(id); it != reg.buffers.end()) {
+          dead = std::move(it->second);
+          reg.buffers.erase(it);
+        }
+      });
+      return new BufferRegistry();
+    }();
+    return *r;
+  }
+};
+
+// Compiled programs by (device, kernel AST): each kernel is generated and loaded once.
+std::shared_ptr<Program> program_for(Device& device, const UOp& ast) {
+  static std::mutex mutex;
+  static std::map<std::pair<std::string, UOp>, std::shared_ptr<Program>> programs;
+  std::lock_guard lock(mutex);
+  auto key = std::make_pair(device.name(), ast);
+  if (auto it = programs.find(key); it != programs.end()) return it->second;
+  std::shared_ptr<Program> p = device.compile(codegen(ast, device.target()));
+  programs.emplace(key, p);
+  return p;
+}
+
+// Rough work estimates for DEBUG=2: flops = ALU ops times the iterations enclosing them.
+double estimate_flops(const UOp& ast,
+                      const std::vector<std::pair<std::string, int64_t>>& var_vals) {
+  auto value_of = [&](const UOp& end) -> double {
+    if (end.is_const()) return static_cast<double>(end.const_int());
+    return static_cast<double>(end.vmax());  // symbolic: the upper bound
+  };
+  (void)var_vals;
+  double flops = 0;
+  for (const UOp& u : ast.toposort()) {
+    if (!is_alu(u.op()) || u.dtype().scalar == Scalar::Index || u.op() == Op::CAST) continue;
+    double iters = 1;
+    for (const UOp& r : u.toposort())
+      if (r.op() == Op::RANGE) iters *= value_of(r.src(0));
+    flops += iters;
+  }
+  return flops;
+}
+
+const UOp& buffer_arg_node(const UOp& buffer) {
+  if (buffer.op() != Op::BUFFER)
+    internal_error("expected a BUFFER node, got {}", op_name(buffer.op()));
+  return buffer;
+}
+
+}  // namespace
+
+UOp new_buffer(const std::string& device, DType dtype, int64_t count) {
+  get_device(device);  // unknown devices fail here, at creation
+  return buffer_node(device, dtype, count);
+}
+
+BufferRef buffer_of(const UOp& buffer) {
+  const BufferArg& arg = buffer_arg_node(buffer).arg_as<BufferArg>();
+  BufferRegistry& reg = BufferRegistry::get();
+  std::lock_guard lock(reg.mutex);
+  auto it = reg.buffers.find(arg.id);
+  if (it != reg.buffers.end()) return it->second;
+  Device& dev = get_device(arg.device);
+  size_t bytes = static_cast<size_t>(arg.size) * itemsize(buffer.dtype());
+  BufferRef b = Buffer::make(arg.device, bytes, dev.allocator());
+  reg.buffers.emplace(arg.id, b);
+  return b;
+}
+
+UOp realized_buffer(const UOp& node) {
+  UOp u = node;
+  while (is_movement(u.op())) u = u.src(0);
+  return u.op() == Op::BUFFER ? u : UOp();
+}
+
+void copy_in(const UOp& buffer, std::span<const std::byte> data) {
+  BufferRef b = buffer_of(buffer);
+  if (data.size() != b->size())
+    fail("copy_in: {} bytes into a buffer of {} bytes", data.size(), b->size());
+  b->copy_in(data);
+}
+
+void copy_out(const UOp& buffer, std::span<std::byte> data) {
+  BufferRef b = buffer_of(buffer);
+  if (data.size() != b->size())
+    fail("copy_out: {} bytes from a buffer of {} bytes", data.size(), b->size());
+  get_device(b->device()).synchronize();
+  b->copy_out(data);
+}
+
+std::vector<UOp> realize(std::span<const UOp> roots,
+                         const std::vector<std::pair<std::string, int64_t>>& var_vals) {
+  Schedule sched = create_schedule(std::vector<UOp>(roots.begin(), roots.end()));
+  if (debug_level() >= 1 && !sched.items.empty())
+    fmt::print(stderr, "scheduled {} kernel{}\n", sched.items.size(),
+               sched.items.size() == 1 ? "" : "s");
+  for (const ScheduleItem& item : sched.items) {
+    const std::string& dev_name = item.buffers.at(0).arg_as<BufferArg>().device;
+    Device& device = get_device(dev_name);
+    std::shared_ptr<Program> prog = program_for(device, item.ast);
+    const KernelSource& src = prog->source();
+    std::vector<void*> handles;
+    handles.reserve(item.buffers.size());
+    double bytes = 0;
+    for (const UOp& b : item.buffers) {
+      BufferRef ref = buffer_of(b);
+      handles.push_back(ref->handle());
+      bytes += static_cast<double>(ref->size());
+    }
+    std::vector<int64_t> vals;
+    for (const UOp& v : src.vars) {
+      const ParamArg& p = v.arg_as<ParamArg>();
+      auto it = std::find_if(var_vals.begin(), var_vals.end(),
+                             [&](auto& kv) { return kv.first == p.name; });
+      if (it == var_vals.end()) fail("kernel {}: variable '{}' is not bound", src.name, p.name);
+      if (it->second < p.lo || it->second > p.hi)
+        fail("variable '{}' = {} is outside its range [{}, {}]", p.name, it->second, p.lo, p.hi);
+      vals.push_back(it->second);
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    device.launch(*prog, handles, vals);
+    if (debug_level() >= 2) {
+      device.synchronize();
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      double flops = estimate_flops(item.ast, var_vals);
+      fmt::print(stderr, "{:<6} {:<28} {:>9.3f} ms  {:>8.2f} GFLOP/s  {:>8.2f} GB/s  {}\n",
+                 dev_name, src.name, s * 1e3, flops / s * 1e-9, bytes / s * 1e-9, src.opts_desc);
+    }
+  }
+  return sched.outputs;
+}
+
+}  // namespace ugrad
