@@ -1,0 +1,224 @@
+// Symbolic fuzz: random integer expressions over random variables and ranges are simplified, then
+// original and simplified are evaluated at random points inside the ranges by an evaluator written
+// here (int64, C semantics; independent of exec_alu and the rules). Values must agree, and the
+// simplified (and original) vmin/vmax must contain every sampled value.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <random>
+#include <unordered_map>
+
+#include "uop/symbolic.h"
+
+using namespace ugrad;
+
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr int kExpressions = 2000;  // the sanitizer build is ~10x slower
+#else
+constexpr int kExpressions = 10000;
+#endif
+constexpr int kPointsPerExpression = 24;
+
+struct Env {
+  std::map<std::string, int64_t> vars;
+  std::map<int64_t, int64_t> ranges;  // axis -> value
+};
+
+// The reference evaluator: a direct reading of each op's C meaning.
+int64_t eval(const UOp& root, const Env& env) {
+  std::unordered_map<const UOpNode*, int64_t> val;
+  for (const UOp& u : root.toposort()) {
+    auto s = [&](size_t i) { return val.at(u.src(i).node()); };
+    int64_t v = 0;
+    switch (u.op()) {
+      case Op::CONST:
+        v = u.const_int();
+        break;
+      case Op::PARAM:
+        v = env.vars.at(u.arg_as<ParamArg>().name);
+        break;
+      case Op::RANGE:
+        v = env.ranges.at(u.arg_as<RangeArg>().axis);
+        break;
+      case Op::ADD:
+        v = s(0) + s(1);
+        break;
+      case Op::SUB:
+        v = s(0) - s(1);
+        break;
+      case Op::MUL:
+        v = s(0) * s(1);
+        break;
+      case Op::NEG:
+        v = -s(0);
+        break;
+      case Op::IDIV:
+        REQUIRE(s(1) != 0);
+        v = s(0) / s(1);  // C: truncates toward zero
+        break;
+      case Op::MOD:
+        REQUIRE(s(1) != 0);
+        v = s(0) % s(1);  // C: sign of the dividend
+        break;
+      case Op::MAX:
+        v = std::max(s(0), s(1));
+        break;
+      case Op::CMPLT:
+        v = s(0) < s(1);
+        break;
+      case Op::CMPNE:
+        v = s(0) != s(1);
+        break;
+      case Op::CMPEQ:
+        v = s(0) == s(1);
+        break;
+      case Op::AND:
+        v = s(0) & s(1);
+        break;
+      case Op::OR:
+        v = s(0) | s(1);
+        break;
+      case Op::XOR:
+        v = s(0) ^ s(1);
+        break;
+      case Op::WHERE:
+        v = s(0) ? s(1) : s(2);
+        break;
+      default:
+        FAIL("the evaluator does not know ", op_name(u.op()));
+    }
+    val[u.node()] = v;
+  }
+  return val.at(root.node());
+}
+
+struct Leaf {
+  UOp node;
+  int64_t lo, hi;
+};
+
+class Generator {
+ public:
+  explicit Generator(uint64_t seed) : rng_(seed) {}
+
+  int64_t pick(int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng_);
+  }
+
+  // Fresh variables and ranges for one expression.
+  void new_leaves() {
+    leaves_.clear();
+    const char* names[] = {"a", "b", "c"};
+    for (const char* n : names) {
+      int64_t lo = pick(0, 3) == 0 ? pick(-20, 0) : pick(0, 10);
+      leaves_.push_back({UOp::variable(n, lo, lo + pick(0, 24)), 0, 0});
+    }
+    for (int64_t axis = 0; axis < 2; ++axis) {
+      int64_t end = pick(1, 16);
+      leaves_.push_back({UOp::range(end, axis), 0, end - 1});
+    }
+    for (Leaf& l : leaves_) l.lo = l.node.vmin(), l.hi = l.node.vmax();
+  }
+
+  UOp cnst(int64_t lo, int64_t hi) { return UOp::cnst_int(dtypes::index, pick(lo, hi)); }
+
+  // Operands are generated in separate statements: argument evaluation order is unspecified, and
+  // the expressions must be the same with every compiler.
+  UOp expr(int depth) {
+    if (depth == 0 || pick(0, 5) == 0) {
+      if (pick(0, 4) == 0) return cnst(-8, 8);
+      return leaves_[size_t(pick(0, int64_t(leaves_.size()) - 1))].node;
+    }
+    const int64_t kind = pick(0, 10);
+    UOp a = expr(depth - 1);
+    switch (kind) {
+      case 0:
+      case 1: {
+        UOp b = expr(depth - 1);
+        return a + b;
+      }
+      case 2:
+        return a * cnst(-4, 8);
+      case 3: {
+        UOp b = expr(std::max(depth - 2, 0));
+        return a * b;
+      }
+      case 4:
+      case 5:
+        return a.idiv(cnst(1, 12));
+      case 6:
+      case 7:
+        return a % cnst(1, 12);
+      case 8: {
+        UOp b = expr(depth - 1);
+        return a.max(b);
+      }
+      case 9: {
+        UOp cond = pick(0, 1) ? a.lt(expr(depth - 1)) : a.lt(cnst(-10, 30));
+        UOp b = expr(depth - 1);
+        UOp c = expr(depth - 1);
+        return cond.where(b, c);
+      }
+      default:
+        return -a;
+    }
+  }
+
+  Env point(bool corner) {
+    Env env;
+    for (const Leaf& l : leaves_) {
+      int64_t v = corner ? (pick(0, 1) ? l.lo : l.hi) : pick(l.lo, l.hi);
+      if (l.node.op() == Op::PARAM)
+        env.vars[l.node.arg_as<ParamArg>().name] = v;
+      else
+        env.ranges[l.node.arg_as<RangeArg>().axis] = v;
+    }
+    return env;
+  }
+
+ private:
+  std::mt19937_64 rng_;
+  std::vector<Leaf> leaves_;
+};
+
+}  // namespace
+
+TEST_CASE("symbolic fuzz: simplified expressions evaluate like the originals, within vmin/vmax") {
+  Generator gen(0x5eed2026);
+  size_t nodes_before = 0, nodes_after = 0, points = 0, changed = 0;
+  for (int i = 0; i < kExpressions; ++i) {
+    gen.new_leaves();
+    UOp e = gen.expr(5);
+    UOp s = simplify(e);
+    nodes_before += e.toposort().size();
+    nodes_after += s.toposort().size();
+    changed += !(s == e);
+    for (int p = 0; p < kPointsPerExpression; ++p) {
+      Env env = gen.point(p < 4);
+      int64_t want = eval(e, env), got = eval(s, env);
+      ++points;
+      if (want != got || got < s.vmin() || got > s.vmax() || want < e.vmin() || want > e.vmax()) {
+        std::string vars;
+        for (auto& [n, v] : env.vars) vars += n + "=" + std::to_string(v) + " ";
+        for (auto& [a, v] : env.ranges)
+          vars += "r" + std::to_string(a) + "=" + std::to_string(v) + " ";
+        INFO("expression ", i, ": ", e.render());
+        INFO("simplified: ", s.render());
+        INFO("at ", vars, "original ", want, " in [", e.vmin(), ", ", e.vmax(), "], simplified ",
+             got, " in [", s.vmin(), ", ", s.vmax(), "]");
+        CHECK(want == got);
+        CHECK(got >= s.vmin());
+        CHECK(got <= s.vmax());
+        CHECK(want >= e.vmin());
+        CHECK(want <= e.vmax());
+        return;
+      }
+    }
+  }
+  MESSAGE(kExpressions, " expressions, ", points, " points; ", changed, " simplified; nodes ",
+          nodes_before, " -> ", nodes_after, " (",
+          100.0 * double(nodes_before - nodes_after) / double(nodes_before), "% fewer)");
+  CHECK(nodes_after < nodes_before);
+}
