@@ -10,8 +10,9 @@ namespace ugrad {
 std::vector<uint8_t> pack_kernargs(const AmdKernelInfo& kernel, std::span<const uint64_t> buffers,
                                    std::span<const uint64_t> scalars) {
   validate_amd_kernel(kernel, buffers.size(), scalars.size());
-  std::vector<uint8_t> segment(kernel.kernarg_size, 0);
   auto args = kernel.explicit_args();
+  if (args.empty()) return {};
+  std::vector<uint8_t> segment(kernel.kernarg_size, 0);
   for (size_t i = 0; i < args.size(); ++i) {
     const AmdKernelArg& a = *args[i];
     uint64_t value = i < buffers.size() ? buffers[i] : scalars[i - buffers.size()];

@@ -18,6 +18,8 @@ namespace ugrad {
 /// Packs `buffers` (device addresses) and `scalars` (bit patterns: the low `size` bytes of each are
 /// used, the rest must be zero or a sign extension) at the explicit args' metadata offsets into
 /// kernarg_size bytes. validate_amd_kernel() runs first; Error names the kernel and argument.
+/// A kernel without explicit arguments packs to an empty buffer: HIP rejects a kernarg buffer for
+/// a kernel whose signature has no parameters, and fills the hidden ones itself.
 std::vector<uint8_t> pack_kernargs(const AmdKernelInfo& kernel, std::span<const uint64_t> buffers,
                                    std::span<const uint64_t> scalars);
 

@@ -70,6 +70,10 @@ const HipApi& hip_api() {
   fail("AMD device unavailable: libamdhip64.so not found (install ROCm 5.5 or newer)");
 }
 
+std::pair<int, int> hip_version(int encoded) {
+  return {encoded / 10000000, (encoded / 100000) % 100};
+}
+
 std::string gcn_arch_name_in_properties(std::span<const unsigned char> props) {
   for (size_t i = 0; i + 4 <= props.size(); ++i) {
     if (props[i] != 'g' || props[i + 1] != 'f' || props[i + 2] != 'x' ||

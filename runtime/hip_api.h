@@ -4,6 +4,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "runtime/hip_min.h"
 
@@ -27,6 +28,9 @@ using hip::HipApi;
 /// .so.6, .so.5. No library -> "AMD device unavailable: libamdhip64.so not found (install ROCm 5.5
 /// or newer)". Thread-safe; a library once loaded stays loaded.
 const HipApi& hip_api();
+
+/// HIP's version number (major * 10000000 + minor * 100000 + patch) as {major, minor}.
+std::pair<int, int> hip_version(int encoded);
 
 /// The architecture name ("gfx1100:sramecc-:xnack-") inside a hipDeviceProp_t of any layout, found
 /// by scanning for "gfx" + alphanumerics; "" if none.

@@ -53,6 +53,14 @@ std::unique_ptr<HipDevice> HipDevice::open(int index) {
   info.gcn_arch_name = std::string(amd_arch_base_name(arch));
   // amdgpu_target names the known architectures if this one is not among them.
   LlvmTarget target = amdgpu_target(info.gcn_arch_name);
+  // ROCm before 5.5 has no gfx11 ISA tables: hipModuleLoadData would fail later with a vague
+  // "no binary for GPU". Say so up front.
+  auto [major, minor] = hip_version(info.driver_version);
+  if (major < 5 || (major == 5 && minor < 5))
+    fail(
+        "AMD device unavailable: HIP {}.{} ({}) cannot run {} code objects (install ROCm 5.5 or "
+        "newer)",
+        major, minor, api.library, info.gcn_arch_name);
   return std::unique_ptr<HipDevice>(new HipDevice(api, std::move(info), std::move(target)));
 }
 

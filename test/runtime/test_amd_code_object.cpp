@@ -3,7 +3,11 @@
 // ISA, kernarg packing, and in-process lld against the ld.lld-19 subprocess.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -71,6 +75,38 @@ T read_le(const std::vector<uint8_t>& bytes, size_t offset) {
   T v;
   std::memcpy(&v, bytes.data() + offset, sizeof(T));
   return v;
+}
+
+// Mnemonics of a listing up to the first s_code_end padding: "\ts_load_b32 s4, ..." ->
+// "s_load_b32".
+std::vector<std::string> mnemonics(const std::string& listing) {
+  std::vector<std::string> out;
+  std::istringstream in(listing);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] != '\t' || line.find(';') == 1) continue;
+    std::string m = line.substr(1, line.find_first_of(" /", 1) - 1);
+    if (m == "s_code_end") break;
+    out.push_back(m);
+  }
+  return out;
+}
+
+std::string run_objdump(const std::vector<uint8_t>& code_object) {
+  char path[] = "/tmp/ugrad-objdump-XXXXXX";
+  int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  REQUIRE(write(fd, code_object.data(), code_object.size()) ==
+          static_cast<ssize_t>(code_object.size()));
+  close(fd);
+  std::string cmd = std::string("/usr/lib/llvm-19/bin/llvm-objdump -d --mcpu=gfx1100 ") + path;
+  std::string text;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) text.append(buf, n);
+    pclose(p);
+  }
+  std::remove(path);
+  return text;
 }
 
 std::string error_of(auto&& fn) {
@@ -151,6 +187,21 @@ TEST_SUITE("amd_code_object") {
     CHECK(lds_isa.find("repeated") != std::string::npos);  // the s_code_end padding, folded
   }
 
+  TEST_CASE("the ISA listing agrees with llvm-objdump-19") {
+    if (access("/usr/lib/llvm-19/bin/llvm-objdump", X_OK) != 0) {
+      MESSAGE("skipped: llvm-objdump-19 not installed");
+      return;
+    }
+    LlvmTarget target = amdgpu_target("gfx1100");
+    for (std::string_view ir : {tk::kAmdAdd, tk::kAmdLds, tk::kAmdWmma, tk::kAmdDot}) {
+      AmdBinary bin = amd_compile(target, ir, "k");
+      auto ours = mnemonics(disassemble_amdgpu(bin.code_object));
+      auto theirs = mnemonics(run_objdump(bin.code_object));
+      CHECK(ours.size() > 5);
+      CHECK(ours == theirs);
+    }
+  }
+
   TEST_CASE("code object v4 and v5") {
     AmdBinary v4 = amd_compile(amdgpu_target("gfx1100", 2, 4), tk::kAmdAdd, "E_add");
     AmdBinary v5 = amd_compile(amdgpu_target("gfx1100", 2, 5), tk::kAmdAdd, "E_add");
@@ -203,6 +254,17 @@ TEST_SUITE("amd_code_object") {
     std::vector<uint64_t> too_big = {uint64_t{1} << 40, 0, 0};
     CHECK(error_of([&] { pack_kernargs(k, buffers, too_big); }).find("does not fit") !=
           std::string::npos);
+  }
+
+  TEST_CASE("a kernel without explicit arguments packs to an empty buffer") {
+    const char* no_args = R"(
+define amdgpu_kernel void @K() {
+  ret void
+})";
+    AmdBinary bin = amd_compile(amdgpu_target("gfx1100", 0), no_args, "K");
+    const AmdKernelInfo& k = bin.info.kernel("K");
+    CHECK(k.explicit_args().empty());
+    CHECK(pack_kernargs(k, {}, {}).empty());
   }
 
   TEST_CASE("hidden arguments are listed after the explicit ones and packed as zero") {

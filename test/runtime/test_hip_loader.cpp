@@ -61,6 +61,12 @@ TEST_SUITE("hip_loader") {
     CHECK(checked.find("hipErrorNoDevice") != std::string::npos);
   }
 
+  TEST_CASE("HIP version numbers decode as major.minor") {
+    CHECK(hip_version(50221153) == std::pair<int, int>{5, 2});  // Debian bookworm's HIP 5.2.3
+    CHECK(hip_version(60342134) == std::pair<int, int>{6, 3});
+    CHECK(hip_version(50500000) == std::pair<int, int>{5, 5});
+  }
+
   TEST_CASE("gcnArchName is found in a device-properties buffer of any layout") {
     std::vector<unsigned char> props(4096, 0);
     std::strcpy(reinterpret_cast<char*>(props.data()), "AMD Radeon RX 7900 XTX");

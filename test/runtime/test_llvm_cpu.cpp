@@ -142,6 +142,19 @@ TEST_SUITE("llvm_cpu") {
     CHECK(ir.find("fadd <") != std::string::npos);
   }
 
+  TEST_CASE("the host's vector features are used") {
+    LlvmTarget t = cpu_target();
+    std::string asm_text = llvm_compile(t, tk::kCpuAdd, LlvmOutput::Assembly, "E_add");
+    // With AVX-512, LLVM's tuning picks zmm (AMD Zen 4) or ymm (Intel cores that prefer 256-bit).
+    if (t.features.find("+avx512f") != std::string::npos)
+      CHECK(
+          (asm_text.find("zmm") != std::string::npos || asm_text.find("ymm") != std::string::npos));
+    else if (t.features.find("+avx2") != std::string::npos)
+      CHECK(asm_text.find("ymm") != std::string::npos);
+    else
+      CHECK(asm_text.find("xmm") != std::string::npos);
+  }
+
   TEST_CASE("phase times are reported") {
     LlvmPhaseTimes t;
     llvm_compile_object(cpu_target(), tk::kCpuSum, "R_sum", &t);
