@@ -51,6 +51,8 @@ static void make_input(void) {
   }
 }
 
+static size_t ggml_blck(const char* t) { return strstr(t, "_K") || !strcmp(t, "IQ4_XS") ? 256 : 32; }
+
 static void emit_bytes(const char* name, const char* type, const void* p, size_t n) {
   const uint8_t* b = p;
   printf("    {GgmlType::%s, \"%s\",\n     \"", type, name);
@@ -60,6 +62,32 @@ static void emit_bytes(const char* name, const char* type, const void* p, size_t
 
 static uint8_t qbuf[N * 2];
 static float deq[N];
+
+// The bulk input (NB super-blocks), integer-derived so C++ rebuilds it bit for bit: per block a
+// power-of-two scale and a shape; per element u1, u2 uniform in [-1, 1) from one splitmix64.
+#define NB 256
+static float bulk[NB * 256];
+static uint8_t bulkq[NB * 256 * 2];
+static float bulkd[NB * 256];
+static void make_bulk(void) {
+  s = 777;
+  for (int b = 0; b < NB; ++b) {
+    const uint64_t r = next();
+    const float scale = ldexpf(1.0f, (int)(r % 17) - 8);
+    const int kind = (int)((r >> 8) % 4);
+    for (int i = 0; i < 256; ++i) {
+      const uint64_t e = next();
+      const float u1 = (float)((int32_t)(uint32_t)e >> 8) * 0x1p-23f;
+      const float u2 = (float)((int32_t)(uint32_t)(e >> 32) >> 8) * 0x1p-23f;
+      float v;
+      if (kind == 0) v = (u1 + u2) * scale;
+      else if (kind == 1) v = u1 * scale;
+      else if (kind == 2) v = u1 * u1 * u1 * scale;
+      else v = (u1 > 0.9f ? u2 * 8.0f : u2 * 0.1f) * scale;
+      bulk[b * 256 + i] = v;
+    }
+  }
+}
 
 int main(void) {
   make_input();
@@ -107,6 +135,31 @@ int main(void) {
   D(IQ4_NL, block_iq4_nl, 32, 10, dequantize_row_iq4_nl, 0);
   D(IQ4_XS, block_iq4_xs, 256, 11, dequantize_row_iq4_xs, 0);
   D(MXFP4, block_mxfp4, 32, 12, dequantize_row_mxfp4, -1);
+  printf("};\n\n");
+
+  // Bulk: FNV-1a of the quantized bytes and of ggml's dequantization of them.
+  make_bulk();
+  printf("struct GgmlBulkVector {\n  GgmlType type;\n  uint64_t fnv1a_of_bytes;\n  uint64_t fnv1a_of_floats;\n};\n\n");
+  printf("inline constexpr int kGgmlBulkBlocks = %d;  // super-blocks of 256\n", NB);
+  printf("inline constexpr GgmlBulkVector kGgmlBulkVectors[] = {\n");
+  const int n = NB * 256;
+#define B(T, blk, quant, dequant) do { \
+    memset(bulkq, 0, sizeof bulkq); quant; dequant((const blk*)bulkq, bulkd, n); \
+    printf("    {GgmlType::%s, 0x%016llxull, 0x%016llxull},\n", #T, \
+           (unsigned long long)fnv(bulkq, (size_t)n / ggml_blck(#T) * sizeof(blk)), \
+           (unsigned long long)fnv(bulkd, (size_t)n * 4)); } while (0)
+  B(Q8_0, block_q8_0, quantize_row_q8_0_ref(bulk, (block_q8_0*)bulkq, n), dequantize_row_q8_0);
+  B(Q4_0, block_q4_0, quantize_row_q4_0_ref(bulk, (block_q4_0*)bulkq, n), dequantize_row_q4_0);
+  B(Q4_1, block_q4_1, quantize_row_q4_1_ref(bulk, (block_q4_1*)bulkq, n), dequantize_row_q4_1);
+  B(Q5_0, block_q5_0, quantize_row_q5_0_ref(bulk, (block_q5_0*)bulkq, n), dequantize_row_q5_0);
+  B(Q5_1, block_q5_1, quantize_row_q5_1_ref(bulk, (block_q5_1*)bulkq, n), dequantize_row_q5_1);
+  B(Q4_K, block_q4_K, quantize_row_q4_K_ref(bulk, (block_q4_K*)bulkq, n), dequantize_row_q4_K);
+  B(Q5_K, block_q5_K, quantize_row_q5_K_ref(bulk, (block_q5_K*)bulkq, n), dequantize_row_q5_K);
+  B(Q6_K, block_q6_K, quantize_row_q6_K_ref(bulk, (block_q6_K*)bulkq, n), dequantize_row_q6_K);
+  B(Q8_K, block_q8_K, quantize_row_q8_K_ref(bulk, (block_q8_K*)bulkq, n), dequantize_row_q8_K);
+  B(IQ4_NL, block_iq4_nl, quantize_iq4_nl(bulk, bulkq, 1, n, NULL), dequantize_row_iq4_nl);
+  B(IQ4_XS, block_iq4_xs, quantize_iq4_xs(bulk, bulkq, 1, n, NULL), dequantize_row_iq4_xs);
+  B(MXFP4, block_mxfp4, quantize_row_mxfp4_ref(bulk, (block_mxfp4*)bulkq, n), dequantize_row_mxfp4);
   printf("};\n// NOLINTEND\n");
   return 0;
 }

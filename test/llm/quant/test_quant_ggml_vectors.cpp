@@ -2,10 +2,12 @@
 // ggml-quants.c): our quantizers must reproduce its blocks byte for byte on kGgmlInput (10
 // super-blocks: gaussian, tiny uniform, outliers, all-positive, zero/constant/tiny/huge
 // sub-blocks, all-zero, constant, quarter-step ties, sparse), and our dequantizers must give
-// bit-identical floats on pseudo-random blocks (FNV-1a over the output floats).
+// bit-identical floats on pseudo-random blocks (FNV-1a over the output floats); a bulk set of
+// 256 super-blocks is compared by FNV-1a hashes. gen_ggml_vectors.c says how to regenerate.
 #include <doctest/doctest.h>
 
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -60,9 +62,50 @@ std::vector<int> masked_fields(GgmlType t) {
   }
 }
 
+// The generator's bulk input, rebuilt bit for bit: per super-block a power-of-two scale and a
+// shape (triangular, uniform, cubed, sparse outliers), per element two uniforms in [-1, 1).
+std::vector<float> bulk_input() {
+  std::vector<float> x(size_t(kGgmlBulkBlocks) * 256);
+  uint64_t s = 777;
+  for (int b = 0; b < kGgmlBulkBlocks; ++b) {
+    const uint64_t r = splitmix64(s);
+    const float scale = std::ldexp(1.0f, int(r % 17) - 8);
+    const int kind = int((r >> 8) % 4);
+    for (int i = 0; i < 256; ++i) {
+      const uint64_t e = splitmix64(s);
+      const float u1 = float(int32_t(uint32_t(e)) >> 8) * 0x1p-23f;
+      const float u2 = float(int32_t(uint32_t(e >> 32)) >> 8) * 0x1p-23f;
+      float v;
+      if (kind == 0)
+        v = (u1 + u2) * scale;
+      else if (kind == 1)
+        v = u1 * scale;
+      else if (kind == 2)
+        v = u1 * u1 * u1 * scale;
+      else
+        v = (u1 > 0.9f ? u2 * 8.0f : u2 * 0.1f) * scale;
+      x[size_t(b) * 256 + size_t(i)] = v;
+    }
+  }
+  return x;
+}
+
 }  // namespace
 
 TEST_SUITE("ggml_vectors") {
+  TEST_CASE("bulk: 256 super-blocks quantize byte-identically and dequantize bit-identically") {
+    const std::vector<float> x = bulk_input();
+    for (const GgmlBulkVector& v : kGgmlBulkVectors) {
+      INFO(format_of(v.type).name);
+      std::vector<uint8_t> q(row_bytes(v.type, int64_t(x.size())));
+      quantize(v.type, x, q);
+      CHECK(fnv1a(q.data(), q.size()) == v.fnv1a_of_bytes);
+      std::vector<float> y(x.size());
+      dequantize(v.type, q, y);
+      CHECK(fnv1a(y.data(), y.size() * sizeof(float)) == v.fnv1a_of_floats);
+    }
+  }
+
   TEST_CASE("quantizers are byte-identical to ggml's reference") {
     std::vector<float> input(std::size(kGgmlInput));
     for (size_t i = 0; i < input.size(); ++i) input[i] = std::bit_cast<float>(kGgmlInput[i]);
