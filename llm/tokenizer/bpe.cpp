@@ -11,14 +11,10 @@ namespace ugrad::llm {
 
 namespace {
 
-// Words longer than this are rare repeats (long digit runs are split per digit anyway): not cached.
-constexpr size_t kMaxCachedWordBytes = 64;
+// Longer words are rare and would make the cache's memory depend on the input: not cached.
+constexpr size_t kMaxCachedWordBytes = 256;
 // The word cache is dropped when it grows past this many entries (bounds memory on huge inputs).
 constexpr size_t kMaxCachedWords = 1 << 18;
-
-uint64_t pair_key(TokenId left, TokenId right) {
-  return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
-}
 
 // Texts of control tokens that end a turn in Qwen/ChatML vocabularies (llama.cpp's EOG list).
 constexpr std::string_view kEndOfGenerationTexts[] = {"<|im_end|>", "<|endoftext|>", "<|fim_pad|>",
@@ -56,7 +52,7 @@ struct Symbol {
 struct Candidate {
   int32_t rank;
   int32_t left;
-  TokenId left_id, right_id;
+  TokenId left_id, right_id, result;
   // Min-heap on (rank, position): lowest rank first, leftmost first among equal ranks.
   bool operator>(const Candidate& o) const {
     return rank != o.rank ? rank > o.rank : left > o.left;
@@ -144,8 +140,7 @@ BpeTokenizer::BpeTokenizer(VocabData data)
       fail("tokenizer: merge {} '{}' names a piece or result that is not in the vocabulary", rank,
            merge);
     }
-    merges_.emplace(pair_key(l->second, r->second),
-                    Merge{static_cast<int32_t>(rank), result->second});  // lowest rank wins
+    merges_.insert(l->second, r->second, {static_cast<int32_t>(rank), result->second});
   }
 
   for (auto [name, id] : {std::pair{"bos", bos_id_}, std::pair{"eos", eos_id_},
@@ -231,9 +226,9 @@ void BpeTokenizer::encode_word(std::string_view word, std::vector<TokenId>& out,
     const int32_t right = s.symbols[left].next;
     if (right < 0) return;
     const TokenId a = s.symbols[left].id, b = s.symbols[right].id;
-    auto it = merges_.find(pair_key(a, b));
-    if (it == merges_.end()) return;
-    s.heap.push_back({it->second.rank, left, a, b});
+    const MergeTable::Merge* merge = merges_.find(a, b);
+    if (!merge) return;
+    s.heap.push_back({merge->rank, left, a, b, merge->result});
     std::push_heap(s.heap.begin(), s.heap.end(), std::greater<>{});
   };
   for (int32_t i = 0; i + 1 < n; ++i) push_candidate(i);
@@ -246,7 +241,7 @@ void BpeTokenizer::encode_word(std::string_view word, std::vector<TokenId>& out,
     // Stale candidates (a side was merged away or changed since) no longer match the ids.
     if (left.id != c.left_id || left.next < 0 || s.symbols[left.next].id != c.right_id) continue;
     Symbol& right = s.symbols[left.next];
-    left.id = merges_.at(pair_key(c.left_id, c.right_id)).result;
+    left.id = c.result;
     left.next = right.next;
     if (right.next >= 0) s.symbols[right.next].prev = c.left;
     right.id = -1;

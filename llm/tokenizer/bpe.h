@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "llm/tokenizer/merge_table.h"
 #include "llm/tokenizer/pretokenize.h"
 #include "llm/tokenizer/vocab.h"
 
@@ -56,10 +57,6 @@ class BpeTokenizer {
   const PreTokenizer& pre_tokenizer() const { return pre_; }
 
  private:
-  struct Merge {
-    int32_t rank;
-    TokenId result;
-  };
   struct Special {
     std::string text;
     TokenId id;
@@ -75,8 +72,8 @@ class BpeTokenizer {
   std::vector<std::string> pieces_;  // decoded bytes per id
   std::vector<TokenType> types_;
   std::unordered_map<std::string_view, TokenId> text_to_id_;  // views into texts_
-  std::unordered_map<uint64_t, Merge> merges_;                // (left id, right id) -> merge
-  std::array<TokenId, 256> byte_token_{};                     // token of each single byte
+  MergeTable merges_;                      // (left id, right id) -> (rank, merged id)
+  std::array<TokenId, 256> byte_token_{};  // token of each single byte
   // Special tokens by first byte, longest first, so the first hit is the longest match.
   std::array<std::vector<Special>, 256> specials_by_first_byte_;
   std::vector<TokenId> end_of_generation_;

@@ -125,6 +125,18 @@ TEST_SUITE("tokenizer") {
     CHECK(words > 300);
   }
 
+  TEST_CASE("qwen3: U+FEFF is not whitespace (JavaScript's \\s disagrees)") {
+    // ECMAScript's \s includes U+FEFF and excludes U+0085; Unicode White_Space (PCRE2 with UCP,
+    // llama.cpp, the Rust and Python regex engines) is the other way round. The vocabulary was
+    // trained the Unicode way: "\uFEFF//" is one token, which the JS tokenizer never produces
+    // (it gives 3225 322), so such strings are not in the JS-checked corpus.
+    const BpeTokenizer& tok = test::qwen3_tokenizer();
+    CHECK(tok.encode("\xEF\xBB\xBF//") == std::vector<TokenId>{34766});
+    std::vector<std::string_view> pieces;
+    tok.pre_tokenizer().split("!\xC2\x85", pieces);
+    CHECK(pieces.size() == 2);  // U+0085 (NEL) is \s, so it does not join the punctuation run
+  }
+
   TEST_CASE("qwen3: control tokens need allow_special, user-defined ones are always split out") {
     const BpeTokenizer& tok = test::qwen3_tokenizer();
     const std::string text = "<|im_start|>user\n<think>hi</think><|im_end|>";
