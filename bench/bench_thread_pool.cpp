@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -212,6 +213,23 @@ int main() {
         "reuse {:>9.2f} MiB, planned in {:.2f} ms\n",
         c.name, buffers.size(), plan.arena_size / 1048576.0, lower / 1048576.0,
         static_cast<double>(plan.arena_size) / static_cast<double>(lower), total / 1048576.0, ms);
+  }
+  // Random schedules (short-lived intermediates plus a few long-lived ones): quality and planning
+  // time as the buffer count grows.
+  std::mt19937_64 rng(7);
+  for (int n : {100, 1000, 5000}) {
+    std::vector<BufferLifetime> buffers;
+    for (int i = 0; i < n; ++i) {
+      const int64_t first = static_cast<int64_t>(rng() % static_cast<uint64_t>(n));
+      const int64_t len = rng() % 10 == 0 ? static_cast<int64_t>(rng() % 200) : rng() % 4;
+      buffers.push_back({(size_t{1} << (rng() % 20)) + rng() % 4096, 64, first, first + len});
+    }
+    const auto t0 = Clock::now();
+    const MemoryPlan plan = plan_memory(buffers);
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    const size_t lower = peak_live_bytes(buffers);
+    fmt::print("  random, {:>5} buffers: arena / peak live {:.3f}, planned in {:.1f} ms\n", n,
+               static_cast<double>(plan.arena_size) / static_cast<double>(lower), ms);
   }
   return g_sink.load() == -1;
 }

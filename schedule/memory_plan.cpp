@@ -1,6 +1,7 @@
 #include "schedule/memory_plan.h"
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -14,9 +15,11 @@ constexpr size_t kNoOffset = std::numeric_limits<size_t>::max();
 
 size_t align_up(size_t x, size_t alignment) { return (x + alignment - 1) / alignment * alignment; }
 
+// A placed buffer: its lifetime and its bytes [offset, end) in the arena. Kept in one flat array
+// so the scan over placed buffers (the planner's inner loop) is sequential.
 struct Placed {
-  size_t offset;
-  size_t end;
+  int64_t first_step, last_step;
+  size_t offset, end;
 };
 
 // Greedy placement in the given order: the tightest gap among time-overlapping placed buffers.
@@ -24,7 +27,7 @@ MemoryPlan place_in_order(std::span<const BufferLifetime> buffers,
                           const std::vector<size_t>& order) {
   MemoryPlan plan;
   plan.offsets.assign(buffers.size(), kNoOffset);
-  std::vector<size_t> placed;  // indices, in placement order
+  std::vector<Placed> placed;
   std::vector<Placed> live;
   for (size_t i : order) {
     const BufferLifetime& b = buffers[i];
@@ -34,9 +37,8 @@ MemoryPlan place_in_order(std::span<const BufferLifetime> buffers,
       continue;
     }
     live.clear();
-    for (size_t j : placed)
-      if (lifetimes_overlap(b, buffers[j]))
-        live.push_back({plan.offsets[j], plan.offsets[j] + buffers[j].size});
+    for (const Placed& p : placed)
+      if (b.first_step <= p.last_step && p.first_step <= b.last_step) live.push_back(p);
     std::sort(live.begin(), live.end(),
               [](const Placed& x, const Placed& y) { return x.offset < y.offset; });
     size_t best = kNoOffset, best_gap = kNoOffset, cursor = 0;
@@ -51,9 +53,62 @@ MemoryPlan place_in_order(std::span<const BufferLifetime> buffers,
     if (best == kNoOffset) best = align_up(cursor, b.alignment);
     plan.offsets[i] = best;
     plan.arena_size = std::max(plan.arena_size, best + b.size);
-    placed.push_back(i);
+    placed.push_back({b.first_step, b.last_step, best, best + b.size});
   }
   return plan;
+}
+
+// "Greedy by breadth" order: visit the steps where some buffer starts, busiest (most live bytes)
+// first, and at each take the buffers alive there that are not taken yet, in `by_size` order. A
+// buffer is thus taken at the busiest step of its lifetime: sorting by that step's rank (a range
+// minimum over the lifetime) gives the same order in O(n log n).
+std::vector<size_t> by_breadth_order(std::span<const BufferLifetime> buffers,
+                                     const std::vector<size_t>& by_size) {
+  std::vector<int64_t> starts;
+  for (const BufferLifetime& b : buffers) starts.push_back(b.first_step);
+  std::sort(starts.begin(), starts.end());
+  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+  const size_t n_steps = starts.size();
+  // Each buffer covers the start steps [lo, hi] (indices into `starts`).
+  std::vector<std::pair<size_t, size_t>> span(buffers.size());
+  std::vector<int64_t> live(n_steps + 1, 0);
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const size_t lo = static_cast<size_t>(
+        std::lower_bound(starts.begin(), starts.end(), buffers[i].first_step) - starts.begin());
+    const size_t hi = static_cast<size_t>(
+        std::upper_bound(starts.begin(), starts.end(), buffers[i].last_step) - starts.begin() - 1);
+    span[i] = {lo, hi};
+    live[lo] += static_cast<int64_t>(buffers[i].size);
+    live[hi + 1] -= static_cast<int64_t>(buffers[i].size);
+  }
+  for (size_t j = 1; j < n_steps; ++j) live[j] += live[j - 1];
+  std::vector<size_t> steps_by_breadth(n_steps);
+  std::iota(steps_by_breadth.begin(), steps_by_breadth.end(), size_t{0});
+  std::stable_sort(steps_by_breadth.begin(), steps_by_breadth.end(),
+                   [&](size_t a, size_t b) { return live[a] > live[b]; });
+  std::vector<size_t> rank(n_steps);
+  for (size_t r = 0; r < n_steps; ++r) rank[steps_by_breadth[r]] = r;
+
+  // Sparse table for range minima of rank: table[k][j] = min of rank[j .. j + 2^k).
+  std::vector<std::vector<size_t>> table{rank};
+  for (size_t k = 1; (size_t{1} << k) <= n_steps; ++k) {
+    const std::vector<size_t>& prev = table.back();
+    std::vector<size_t> next(n_steps - (size_t{1} << k) + 1);
+    for (size_t j = 0; j < next.size(); ++j)
+      next[j] = std::min(prev[j], prev[j + (size_t{1} << (k - 1))]);
+    table.push_back(std::move(next));
+  }
+  auto range_min = [&](size_t lo, size_t hi) {
+    const size_t k = static_cast<size_t>(std::bit_width(hi - lo + 1) - 1);
+    return std::min(table[k][lo], table[k][hi + 1 - (size_t{1} << k)]);
+  };
+  std::vector<size_t> taken_at(buffers.size());
+  for (size_t i = 0; i < buffers.size(); ++i)
+    taken_at[i] = range_min(span[i].first, span[i].second);
+  std::vector<size_t> order = by_size;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return taken_at[a] < taken_at[b]; });
+  return order;
 }
 
 void validate(std::span<const BufferLifetime> buffers) {
@@ -99,25 +154,7 @@ MemoryPlan plan_memory(std::span<const BufferLifetime> buffers) {
   });
   MemoryPlan best = place_in_order(buffers, by_size);
 
-  // Order 2, "greedy by breadth": visit the steps where some buffer starts, busiest first, and at
-  // each take its not yet ordered buffers largest first.
-  std::vector<std::pair<int64_t, int64_t>> steps;  // (live bytes, step)
-  for (const BufferLifetime& s : buffers) steps.push_back({0, s.first_step});
-  std::sort(steps.begin(), steps.end(), [](auto& a, auto& b) { return a.second < b.second; });
-  steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
-  for (auto& [live, step] : steps)
-    for (const BufferLifetime& b : buffers)
-      if (b.first_step <= step && step <= b.last_step) live += static_cast<int64_t>(b.size);
-  std::stable_sort(steps.begin(), steps.end(), [](auto& a, auto& b) { return a.first > b.first; });
-  std::vector<size_t> by_breadth;
-  std::vector<bool> taken(buffers.size(), false);
-  for (const auto& [live, step] : steps)
-    for (size_t i : by_size)
-      if (!taken[i] && buffers[i].first_step <= step && step <= buffers[i].last_step) {
-        taken[i] = true;
-        by_breadth.push_back(i);
-      }
-  MemoryPlan other = place_in_order(buffers, by_breadth);
+  MemoryPlan other = place_in_order(buffers, by_breadth_order(buffers, by_size));
   if (other.arena_size < best.arena_size) best = std::move(other);
   return best;
 }
