@@ -105,7 +105,7 @@ TEST_SUITE("dequantize") {
     }
   }
 
-  TEST_CASE("Q5_0: qh bit e is the 5th bit of element e; y = d * (q - 16)") {
+  TEST_CASE("Q5_0: qh bit e is the 5th bit of element e, y = d * (q - 16)") {
     std::vector<uint8_t> b(22);
     put16(b, 0, 0x3c00);  // d = 1
     // qh = 0xffff0001: element 0 and elements 16..31 have the 5th bit.

@@ -71,7 +71,7 @@ TEST_SUITE("quant_formats") {
     CHECK(iq4_xs::kQs + 128 == format_of(GgmlType::IQ4_XS).block_bytes);
   }
 
-  TEST_CASE("the required formats are supported; the rest fail with their name") {
+  TEST_CASE("the required formats are supported, the rest fail with their name") {
     for (GgmlType t :
          {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1,
           GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K,
