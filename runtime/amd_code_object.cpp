@@ -384,7 +384,7 @@ void validate_amd_kernel(const AmdKernelInfo& k, size_t num_buffers, size_t num_
   uint64_t end = 0;
   for (size_t i = 0; i < k.args.size(); ++i) {
     const AmdKernelArg& a = k.args[i];
-    if (a.size == 0) continue;  // hidden args may be listed with size 0? none today, tolerate
+    if (a.size == 0) fail("amdgpu: kernel '{}': arg {} ('{}') has size 0", n, i, a.name);
     if (a.offset < end)
       fail(
           "amdgpu: kernel '{}': arg {} ('{}') at offset {} overlaps or precedes the previous one "

@@ -4,7 +4,9 @@
 #include <llvm/TargetParser/Host.h>
 #include <llvm/TargetParser/Triple.h>
 
+#include <algorithm>
 #include <array>
+#include <vector>
 
 #include "uop/env.h"
 #include "uop/error.h"
@@ -24,6 +26,11 @@ std::string LlvmTarget::describe() const {
   return fmt::format("amdgpu:{} cov{} O{}", arch, code_object_version, opt_level);
 }
 
+std::string LlvmTarget::cache_key() const {
+  return fmt::format("{}|{}|{}|O{}|cov{}", triple, arch, features, opt_level,
+                     kind == TargetKind::AMDGPU ? code_object_version : 0);
+}
+
 static void check_opt_level(int opt_level) {
   if (opt_level < 0 || opt_level > 3) fail("llvm: opt level {} is not in 0..3", opt_level);
 }
@@ -34,13 +41,15 @@ LlvmTarget cpu_target(int opt_level) {
   t.kind = TargetKind::CPU;
   t.triple = llvm::Triple::normalize(llvm::sys::getProcessTriple());
   t.arch = llvm::sys::getHostCPUName().str();
-  std::string features;
+  // Sorted: StringMap iteration order is unspecified, and the string is part of cache keys.
+  std::vector<std::string> features;
   for (const auto& f : llvm::sys::getHostCPUFeatures()) {
-    if (!features.empty()) features += ',';
-    features += (f.second ? '+' : '-');
-    features += f.first().str();
+    std::string flag(1, f.second ? '+' : '-');
+    flag += f.first().str();
+    features.push_back(std::move(flag));
   }
-  t.features = std::move(features);
+  std::sort(features.begin(), features.end());
+  for (const auto& f : features) t.features += (t.features.empty() ? "" : ",") + f;
   t.opt_level = opt_level;
   return t;
 }

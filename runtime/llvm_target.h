@@ -17,8 +17,11 @@ struct LlvmTarget {
   int opt_level = 2;            // 0..3
   int code_object_version = 5;  // AMDGPU only: 4 or 5
 
-  /// "cpu:znver4 O2" / "amdgpu:gfx1100 cov5 O2": for cache keys and messages.
+  /// "cpu:znver4 O2" / "amdgpu:gfx1100 cov5 O2": for messages.
   std::string describe() const;
+  /// Everything that changes the emitted code (triple, arch, sorted features, opt level, code
+  /// object version) in one string: part of any compiled-program cache key.
+  std::string cache_key() const;
 };
 
 /// The host CPU (name and features detected by LLVM). opt_level 0..3.

@@ -49,6 +49,9 @@ TEST_SUITE("llvm_cpu") {
     CHECK(t.triple.find("x86_64") != std::string::npos);
     CHECK(t.features.find("+sse2") != std::string::npos);
     CHECK(t.describe().starts_with("cpu:"));
+    CHECK(t.cache_key() == cpu_target().cache_key());  // deterministic
+    CHECK(t.cache_key() != cpu_target(3).cache_key());
+    CHECK(amdgpu_target("gfx1100", 2, 4).cache_key() != amdgpu_target("gfx1100", 2, 5).cache_key());
     CHECK_THROWS_AS(cpu_target(4), Error);
   }
 
