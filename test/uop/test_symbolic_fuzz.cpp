@@ -4,6 +4,8 @@
 // simplified (and original) vmin/vmax must contain every sampled value.
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
+
 #include <map>
 #include <random>
 #include <unordered_map>
@@ -122,6 +124,8 @@ class Generator {
     for (Leaf& l : leaves_) l.lo = l.node.vmin(), l.hi = l.node.vmax();
   }
 
+  UOp leaf() { return leaves_[size_t(pick(0, int64_t(leaves_.size()) - 1))].node; }
+
   UOp cnst(int64_t lo, int64_t hi) { return UOp::cnst_int(dtypes::index, pick(lo, hi)); }
 
   // Operands are generated in separate statements: argument evaluation order is unspecified, and
@@ -183,6 +187,13 @@ class Generator {
   std::vector<Leaf> leaves_;
 };
 
+std::string describe(const Env& env) {
+  std::string out;
+  for (const auto& [name, v] : env.vars) out += fmt::format("{}={} ", name, v);
+  for (const auto& [axis, v] : env.ranges) out += fmt::format("r{}={} ", axis, v);
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("symbolic fuzz: simplified expressions evaluate like the originals, within vmin/vmax") {
@@ -191,6 +202,7 @@ TEST_CASE("symbolic fuzz: simplified expressions evaluate like the originals, wi
   for (int i = 0; i < kExpressions; ++i) {
     gen.new_leaves();
     UOp e = gen.expr(5);
+    if (i % 8 == 0) e = e.lt(gen.cnst(-10, 40));  // some comparisons at the root
     UOp s = simplify(e);
     nodes_before += e.toposort().size();
     nodes_after += s.toposort().size();
@@ -200,10 +212,7 @@ TEST_CASE("symbolic fuzz: simplified expressions evaluate like the originals, wi
       int64_t want = eval(e, env), got = eval(s, env);
       ++points;
       if (want != got || got < s.vmin() || got > s.vmax() || want < e.vmin() || want > e.vmax()) {
-        std::string vars;
-        for (auto& [n, v] : env.vars) vars += n + "=" + std::to_string(v) + " ";
-        for (auto& [a, v] : env.ranges)
-          vars += "r" + std::to_string(a) + "=" + std::to_string(v) + " ";
+        std::string vars = describe(env);
         INFO("expression ", i, ": ", e.render());
         INFO("simplified: ", s.render());
         INFO("at ", vars, "original ", want, " in [", e.vmin(), ", ", e.vmax(), "], simplified ",
@@ -221,4 +230,35 @@ TEST_CASE("symbolic fuzz: simplified expressions evaluate like the originals, wi
           nodes_before, " -> ", nodes_after, " (",
           100.0 * double(nodes_before - nodes_after) / double(nodes_before), "% fewer)");
   CHECK(nodes_after < nodes_before);
+}
+
+TEST_CASE("symbolic fuzz: simplify_valid agrees with the original wherever the gate holds") {
+  Generator gen(0x0a11d);
+  int checked = 0, changed = 0;
+  for (int i = 0; i < kExpressions / 4; ++i) {
+    gen.new_leaves();
+    UOp e = gen.expr(4);
+    UOp g1 = gen.leaf();
+    UOp g2 = gen.pick(0, 1) ? gen.leaf() : gen.expr(1);
+    UOp c1 = gen.cnst(-5, 12);
+    UOp c2 = gen.cnst(-5, 8);
+    UOp gate = g1.lt(c1).alu(Op::AND, c2.lt(g2));
+    UOp s = simplify_valid(simplify(e), gate);
+    changed += !(s == simplify(e));
+    for (int p = 0; p < kPointsPerExpression; ++p) {
+      Env env = gen.point(p < 4);
+      if (!eval(gate, env)) continue;
+      ++checked;
+      int64_t want = eval(e, env), got = eval(s, env);
+      if (want != got) {
+        INFO("expression: ", e.render(), " gate: ", gate.render());
+        INFO("simplified: ", s.render(), " at ", describe(env));
+        CHECK(want == got);
+        return;
+      }
+    }
+  }
+  MESSAGE(int{kExpressions / 4}, " gated expressions, ", checked, " points inside their gates, ",
+          changed, " changed by the gate");
+  CHECK(checked > 0);
 }
