@@ -24,9 +24,14 @@ std::ifstream open_reference(const std::string& name) {
 
 std::string from_hex(std::string_view hex) {
   if (hex.size() % 2) fail("tokenizer reference: odd-length hex '{}'", hex);
+  const auto nibble = [&](char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    fail("tokenizer reference: bad hex digit in '{}'", hex);
+  };
   std::string out(hex.size() / 2, '\0');
   for (size_t i = 0; i < out.size(); ++i) {
-    out[i] = static_cast<char>(std::stoi(std::string(hex.substr(2 * i, 2)), nullptr, 16));
+    out[i] = static_cast<char>(nibble(hex[2 * i]) * 16 + nibble(hex[2 * i + 1]));
   }
   return out;
 }

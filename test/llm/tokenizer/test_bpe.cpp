@@ -32,7 +32,7 @@ VocabData tiny_vocab(const std::vector<std::string>& merges) {
 }
 
 TEST_SUITE("tokenizer") {
-  TEST_CASE("bpe: merges apply lowest rank first, leftmost first among equals") {
+  TEST_CASE("bpe: merges apply lowest rank first and leftmost first among equals") {
     // rank 0: "b c"; rank 1: "a b"; so "abc" -> "a" + "bc", not "ab" + "c".
     const BpeTokenizer tok(tiny_vocab({"b c", "a b"}));
     const TokenId a = 'a', bc = 256, ab = 257;
@@ -52,7 +52,7 @@ TEST_SUITE("tokenizer") {
     CHECK(tok.decode(once) == "hello hello");
   }
 
-  TEST_CASE("bpe: special tokens, longest match, and allow_special") {
+  TEST_CASE("bpe: special tokens with longest match and allow_special") {
     const BpeTokenizer tok(tiny_vocab({}));
     const TokenId ctl = 256, u = 257, ux = 258;
     CHECK(tok.encode("<|ctl|>") == std::vector<TokenId>{ctl});

@@ -27,7 +27,7 @@ constexpr ChatOptions kNoPrompt{.add_generation_prompt = false};
 constexpr ChatOptions kNoThinking{.enable_thinking = false};
 
 TEST_SUITE("tokenizer") {
-  TEST_CASE("chat qwen3: system + user, generation prompt with thinking on and off") {
+  TEST_CASE("chat qwen3: system + user with a generation prompt with thinking on and off") {
     const std::string base =
         "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
         "<|im_start|>assistant\n";
@@ -53,7 +53,7 @@ TEST_SUITE("tokenizer") {
           "<|im_start|>assistant\n<think>\nx\n</think>\n\nfinal<|im_end|>\n");
   }
 
-  TEST_CASE("chat qwen3: the final answer gets an empty think block, a late system is a turn") {
+  TEST_CASE("chat qwen3: the final answer gets an empty think block and a late system is a turn") {
     CHECK(
         format_chat(ChatTemplate::kQwen3, Messages{{"user", "Q"}, {"assistant", "A"}}, kNoPrompt) ==
         "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nA"
@@ -65,7 +65,7 @@ TEST_SUITE("tokenizer") {
           "<|im_start|>user\n x \n<|im_end|>\n");
   }
 
-  TEST_CASE("chat qwen3.5: thinking is opened by the generation prompt, content is trimmed") {
+  TEST_CASE("chat qwen3.5: thinking is opened by the generation prompt and content is trimmed") {
     const Messages simple = {{"system", " You are helpful.\n"}, {"user", "  Hi\n"}};
     const std::string base =
         "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
@@ -75,7 +75,7 @@ TEST_SUITE("tokenizer") {
           base + "<think>\n\n</think>\n\n");
   }
 
-  TEST_CASE("chat qwen3.5: reasoning only for turns after the last query, none if empty") {
+  TEST_CASE("chat qwen3.5: reasoning only for turns after the last query and none if empty") {
     CHECK(format_chat(ChatTemplate::kQwen35, kMultiTurn) ==
           "<|im_start|>user\nQ1<|im_end|>\n<|im_start|>assistant\nA1<|im_end|>\n"
           "<|im_start|>user\nQ2<|im_end|>\n<|im_start|>assistant\n<think>\n");

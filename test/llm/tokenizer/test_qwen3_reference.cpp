@@ -50,7 +50,7 @@ TEST_SUITE("tokenizer") {
     CHECK_FALSE(tok.is_end_of_generation(9707));
   }
 
-  TEST_CASE("qwen3 corpus: ids equal the JS tokenizer's, decode restores the text") {
+  TEST_CASE("qwen3 corpus: ids equal the JS tokenizer's and decode restores the text") {
     const BpeTokenizer& tok = test::qwen3_tokenizer();
     const std::vector<test::ReferenceCase> cases = test::load_qwen3_corpus_reference();
     REQUIRE(cases.size() >= 200);
@@ -137,7 +137,7 @@ TEST_SUITE("tokenizer") {
     CHECK(pieces.size() == 2);  // U+0085 (NEL) is \s, so it does not join the punctuation run
   }
 
-  TEST_CASE("qwen3: control tokens need allow_special, user-defined ones are always split out") {
+  TEST_CASE("qwen3: control tokens need allow_special but user-defined ones are always split out") {
     const BpeTokenizer& tok = test::qwen3_tokenizer();
     const std::string text = "<|im_start|>user\n<think>hi</think><|im_end|>";
     const std::vector<TokenId> with = tok.encode(text, /*allow_special=*/true);
@@ -158,7 +158,7 @@ TEST_SUITE("tokenizer") {
     CHECK(tok.encode("[PAD151700]").size() > 1);
   }
 
-  TEST_CASE("qwen3: longest special token wins, partial ones are plain text") {
+  TEST_CASE("qwen3: longest special token wins and partial ones are plain text") {
     const BpeTokenizer& tok = test::qwen3_tokenizer();
     CHECK(tok.encode("<tool_response>") == std::vector<TokenId>{151665});
     CHECK(tok.encode("</tool_response>") == std::vector<TokenId>{151666});
