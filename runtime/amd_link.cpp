@@ -59,7 +59,9 @@ std::vector<uint8_t> read_file(const std::string& path, std::string_view what) {
 
 std::vector<uint8_t> link_in_process(const TempDir& dir, std::string_view what, bool& ran) {
   std::string in = dir.path() + "/k.o", out = dir.path() + "/k.hsaco";
-  const char* args[] = {"ld.lld", "-shared", "--no-undefined", "-o", out.c_str(), in.c_str()};
+  // --threads=1: one small object gains nothing from lld's thread pool.
+  const char* args[] = {"ld.lld", "-shared",   "--no-undefined", "--threads=1",
+                        "-o",     out.c_str(), in.c_str()};
   std::string diagnostics;
   llvm::raw_string_ostream diag_os(diagnostics);
   std::lock_guard<std::mutex> lock(g_lld_mutex);
@@ -74,7 +76,7 @@ std::vector<uint8_t> link_in_process(const TempDir& dir, std::string_view what, 
 std::vector<uint8_t> link_subprocess(const TempDir& dir, std::string_view what) {
   std::string in = dir.path() + "/k.o", out = dir.path() + "/k.hsaco", log = dir.path() + "/log";
   std::string exe(amd_ld_lld_path());
-  llvm::StringRef args[] = {exe, "-shared", "--no-undefined", "-o", out, in};
+  llvm::StringRef args[] = {exe, "-shared", "--no-undefined", "--threads=1", "-o", out, in};
   std::string err;
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(log),
                                                 llvm::StringRef(log)};
