@@ -15,6 +15,7 @@ inline constexpr uint32_t kF32ExpMask = 0x7f800000u;  // also the bits of +inf
 inline constexpr int kF32MantBits = 23;
 // binary16: 1 sign, 5 exponent (bias 15), 10 mantissa bits.
 inline constexpr uint16_t kF16SignMask = 0x8000u;
+inline constexpr uint16_t kF16AbsMask = 0x7fffu;
 inline constexpr uint16_t kF16ExpMask = 0x7c00u;  // also the bits of +inf
 inline constexpr uint16_t kF16MantMask = 0x03ffu;
 inline constexpr uint16_t kF16QuietBit = 0x0200u;
@@ -32,18 +33,18 @@ inline constexpr uint32_t kBF16QuietBit = 0x0040u;
 /// binary16 bits -> float (exact; NaN payload kept, made quiet).
 constexpr float half_to_float(uint16_t h) {
   using namespace f16_detail;
+  // Written as selects rather than branches so that loops over it vectorize.
   const uint32_t sign = uint32_t(h & kF16SignMask) << 16;
-  const uint32_t exp = (h & kF16ExpMask) >> kF16MantBits;
-  const uint32_t mant = h & kF16MantMask;
-  if (exp == 0x1f) {  // inf or NaN
-    const uint32_t quiet = mant ? (uint32_t(kF16QuietBit) << kMantShift) : 0;
-    return std::bit_cast<float>(sign | kF32ExpMask | quiet | (mant << kMantShift));
-  }
-  if (exp == 0) {  // zero or subnormal: mant * 2^-24, exact in float
-    const float mag = float(mant) * 0x1p-24f;
-    return std::bit_cast<float>(sign | std::bit_cast<uint32_t>(mag));
-  }
-  return std::bit_cast<float>(sign | ((exp << kF32MantBits) + kRebias) | (mant << kMantShift));
+  const uint32_t em = h & kF16AbsMask;  // exponent and mantissa
+  const uint32_t shifted = em << kMantShift;
+  const uint32_t normal = shifted + kRebias;
+  // inf/NaN: exponent all ones; NaN additionally quiet.
+  const uint32_t quiet = (em > kF16ExpMask) ? (uint32_t(kF16QuietBit) << kMantShift) : 0;
+  const uint32_t special = kF32ExpMask | quiet | shifted;
+  // zero/subnormal: em * 2^-24 is exact in float.
+  const uint32_t tiny = std::bit_cast<uint32_t>(float(em) * 0x1p-24f);
+  const uint32_t mag = em >= kF16ExpMask ? special : em < (1u << kF16MantBits) ? tiny : normal;
+  return std::bit_cast<float>(sign | mag);
 }
 
 /// float -> binary16 bits, round to nearest even; overflow gives inf; NaN gives a quiet NaN.
