@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <thread>
 #include <vector>
@@ -18,8 +19,9 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr int kDispatches = 100000;
-constexpr int kThreadSpawns = 5000;
+// Timed repetitions; the first argument, if given, scales them (e.g. 0.1 for a quick run).
+int kDispatches = 100000;
+int kThreadSpawns = 5000;
 
 struct Summary {
   double median_us, p99_us;
@@ -126,7 +128,17 @@ std::vector<BufferLifetime> transformer_lifetimes(int layers, int64_t tokens, in
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1) {
+    const double scale = std::atof(argv[1]);
+    if (!(scale > 0 && scale <= 100)) {
+      fmt::print(stderr, "usage: bench_thread_pool [repetition scale in (0, 100]], got '{}'\n",
+                 argv[1]);
+      return 2;
+    }
+    kDispatches = std::max(100, static_cast<int>(kDispatches * scale));
+    kThreadSpawns = std::max(100, static_cast<int>(kThreadSpawns * scale));
+  }
   ThreadPool& pool = ThreadPool::instance();
   const int64_t threads = pool.num_threads();
   fmt::print("thread pool: {} participants (THREADS knob; caller included), {} hardware threads\n",
@@ -173,13 +185,26 @@ int main() {
   fmt::print("  ratio thread create+join / parallel_for (median): {:.1f}x\n",
              spawn.median_us / pf.median_us);
 
+  // A forced hand-off: every chunk waits until all have started, so each dispatch really runs on
+  // every participant. Measures how fast an idle (spinning) worker picks up a dispatch.
+  const Summary handoff = time_each(kDispatches / 10, [&] {
+    std::atomic<int64_t> started{0};
+    pool.parallel_for(threads, [&](int64_t, int64_t) {
+      started++;
+      while (started.load() < threads) std::this_thread::yield();
+    });
+  });
+  fmt::print("  {:<34} {:>9.3f} {:>9.3f} {:>10}   (every participant runs a chunk)\n",
+             "pool.parallel_for, forced hand-off", handoff.median_us, handoff.p99_us, "-");
+
   // Chunks with real work: how close a dispatch gets to the ideal (one chunk's time), and how many
   // chunks the workers ran (the rest the caller took over).
-  fmt::print("\n{} chunks of fixed busy work per dispatch (median of 2000)\n", threads);
+  fmt::print("\n{} chunks of fixed busy work per dispatch (median of {})\n", threads,
+             kDispatches / 50);
   const std::thread::id caller = std::this_thread::get_id();
   for (double work_us : {2.0, 20.0, 200.0}) {
     std::atomic<int64_t> on_workers{0};
-    const Summary s = time_each(2000, [&] {
+    const Summary s = time_each(kDispatches / 50, [&] {
       pool.parallel_for(threads, [&](int64_t, int64_t) {
         busy_us(work_us);
         if (std::this_thread::get_id() != caller) on_workers++;
@@ -189,7 +214,7 @@ int main() {
         "  {:>6.1f} us per chunk: {:>8.2f} us per dispatch (serial {:>8.2f}, ideal {:>6.1f}), "
         "speedup {:.2f}x, {:.0f}% of chunks on workers\n",
         work_us, s.median_us, work_us * threads, work_us, work_us * threads / s.median_us,
-        100.0 * on_workers.load() / (2000.0 * threads));
+        100.0 * static_cast<double>(on_workers.load()) / (kDispatches / 50.0 * threads));
   }
 
   fmt::print("\nmemory plan, decoder forward (fp32, 64-byte alignment)\n");

@@ -60,6 +60,8 @@ class ThreadPool {
   static constexpr int64_t kMaxTasks = (int64_t{1} << 31) - 1;
 
  private:
+  static constexpr size_t kCacheLine = 64;
+
   // A type-erased task: call(ctx, task_id, n_tasks) for each task id. Kept as two words so a
   // dispatch never allocates.
   struct Task {
@@ -83,19 +85,20 @@ class ThreadPool {
   // The current dispatch. generation_ = (sequence << 32) | task count, published with release
   // after task_ and claim_ are set. claim_ = (sequence << 32) | next unclaimed task: a thread takes
   // a task by compare-and-swap, so a stale thread can never take a task of a later dispatch, and
-  // the caller takes the share of workers that are slow to wake.
-  Task task_{};
+  // the caller takes the share of workers that are slow to wake. These are written together at
+  // each dispatch and share a cache line; done_ and the sleep state get lines of their own.
+  alignas(kCacheLine) Task task_{};
   std::atomic<uint64_t> generation_{0};
   std::atomic<uint64_t> claim_{0};
   std::atomic<bool> stop_{false};
 
   // Tasks of the current dispatch that have finished (or thrown).
-  std::atomic<int64_t> done_{0};
+  alignas(kCacheLine) std::atomic<int64_t> done_{0};
   std::atomic<bool> has_error_{false};
   std::exception_ptr error_;
 
   // Sleeping workers wait on wake_cv_; the caller, once it stops spinning, on done_cv_.
-  std::mutex wake_mutex_;
+  alignas(kCacheLine) std::mutex wake_mutex_;
   std::condition_variable wake_cv_;
   std::atomic<int64_t> sleepers_{0};
   std::mutex done_mutex_;
