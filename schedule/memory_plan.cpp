@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <bit>
 #include <limits>
-#include <map>
 #include <numeric>
 
 #include "uop/error.h"
@@ -71,15 +70,15 @@ std::vector<size_t> by_breadth_order(std::span<const BufferLifetime> buffers,
   const size_t n_steps = starts.size();
   // Each buffer covers the start steps [lo, hi] (indices into `starts`).
   std::vector<std::pair<size_t, size_t>> span(buffers.size());
-  std::vector<int64_t> live(n_steps + 1, 0);
+  std::vector<size_t> live(n_steps + 1, 0);  // modular sums: every prefix is a true byte count
   for (size_t i = 0; i < buffers.size(); ++i) {
     const size_t lo = static_cast<size_t>(
         std::lower_bound(starts.begin(), starts.end(), buffers[i].first_step) - starts.begin());
     const size_t hi = static_cast<size_t>(
         std::upper_bound(starts.begin(), starts.end(), buffers[i].last_step) - starts.begin() - 1);
     span[i] = {lo, hi};
-    live[lo] += static_cast<int64_t>(buffers[i].size);
-    live[hi + 1] -= static_cast<int64_t>(buffers[i].size);
+    live[lo] += buffers[i].size;
+    live[hi + 1] -= buffers[i].size;
   }
   for (size_t j = 1; j < n_steps; ++j) live[j] += live[j - 1];
   std::vector<size_t> steps_by_breadth(n_steps);
@@ -131,14 +130,32 @@ void validate(std::span<const BufferLifetime> buffers) {
 }  // namespace
 
 size_t peak_live_bytes(std::span<const BufferLifetime> buffers) {
-  std::map<int64_t, int64_t> delta;  // step -> change in live bytes at the start of that step
+  // Sweep over (step, starts before ends): lifetimes are inclusive, so a buffer that ends at a
+  // step is still alive for one that starts there.
+  struct Event {
+    int64_t step;
+    bool is_end;
+    size_t size;
+  };
+  std::vector<Event> events;
+  events.reserve(2 * buffers.size());
   for (const BufferLifetime& b : buffers) {
-    delta[b.first_step] += static_cast<int64_t>(b.size);
-    delta[b.last_step + 1] -= static_cast<int64_t>(b.size);
+    events.push_back({b.first_step, false, b.size});
+    events.push_back({b.last_step, true, b.size});
   }
-  int64_t live = 0, peak = 0;
-  for (const auto& [step, d] : delta) peak = std::max(peak, live += d);
-  return static_cast<size_t>(peak);
+  std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
+    return a.step != b.step ? a.step < b.step : a.is_end < b.is_end;
+  });
+  size_t live = 0, peak = 0;
+  for (const Event& e : events) {
+    if (e.is_end) {
+      live -= e.size;
+    } else {
+      live += e.size;
+      peak = std::max(peak, live);
+    }
+  }
+  return peak;
 }
 
 MemoryPlan plan_memory(std::span<const BufferLifetime> buffers) {

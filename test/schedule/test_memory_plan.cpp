@@ -88,6 +88,16 @@ TEST_SUITE("memory_plan") {
     CHECK(q.arena_size == 350);
   }
 
+  TEST_CASE("steps at the ends of the int64 range") {
+    std::vector<BufferLifetime> buffers = {{64, 8, INT64_MIN, INT64_MAX},
+                                           {32, 8, INT64_MAX, INT64_MAX},
+                                           {16, 8, INT64_MIN, INT64_MIN}};
+    MemoryPlan p = plan_memory(buffers);
+    CHECK(peak_live_bytes(buffers) == 96);
+    CHECK(p.arena_size == 96);
+    CHECK(p.offsets[1] != p.offsets[0]);
+  }
+
   TEST_CASE("zero-size buffers take no space") {
     std::vector<BufferLifetime> buffers = {{0, 64, 0, 5}, {128, 64, 0, 5}, {0, 1, 2, 2}};
     MemoryPlan p = plan_memory(buffers);
