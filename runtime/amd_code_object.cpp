@@ -362,8 +362,12 @@ AmdCodeObject parse_amd_code_object(std::span<const uint8_t> elf, std::string_vi
   return co;
 }
 
-void validate_amd_kernel(const AmdKernelInfo& k, size_t num_buffers, size_t num_scalars) {
+void validate_amd_kernel(const AmdKernelInfo& k, size_t num_buffers, size_t num_scalars,
+                         std::span<const uint32_t> scalar_sizes) {
   const std::string& n = k.name;
+  if (!scalar_sizes.empty() && scalar_sizes.size() != num_scalars)
+    internal_error("validate_amd_kernel: {} scalar sizes for {} scalars", scalar_sizes.size(),
+                   num_scalars);
   if (k.wavefront_size != 32 || !k.descriptor.wavefront_size32())
     fail("amdgpu: kernel '{}' is not wave32 (metadata wavefront_size {}, descriptor bit {})", n,
          k.wavefront_size, k.descriptor.wavefront_size32());
@@ -416,6 +420,9 @@ void validate_amd_kernel(const AmdKernelInfo& k, size_t num_buffers, size_t num_
           "amdgpu: kernel '{}': arg {} ('{}') should be a by_value scalar of 1..8 bytes, is {} of "
           "{} bytes",
           n, i, a.name, a.value_kind, a.size);
+    } else if (!scalar_sizes.empty() && a.size != scalar_sizes[i - num_buffers]) {
+      fail("amdgpu: kernel '{}': arg {} ('{}') is {} bytes, the caller passes {}", n, i, a.name,
+           a.size, scalar_sizes[i - num_buffers]);
     }
   }
 }

@@ -103,8 +103,10 @@ AmdCodeObject parse_amd_code_object(std::span<const uint8_t> elf,
 
 /// Checks a kernel before use: wave32, descriptor agrees with metadata, kernarg layout sorted,
 /// aligned, non-overlapping and inside kernarg_size, LDS within 64 KiB, and exactly `num_buffers`
-/// global buffers (8 bytes) followed by `num_scalars` by-value args. Error names the kernel.
-void validate_amd_kernel(const AmdKernelInfo& kernel, size_t num_buffers, size_t num_scalars);
+/// global buffers (8 bytes) followed by `num_scalars` by-value args, of `scalar_sizes` bytes when
+/// given. Error names the kernel and the argument.
+void validate_amd_kernel(const AmdKernelInfo& kernel, size_t num_buffers, size_t num_scalars,
+                         std::span<const uint32_t> scalar_sizes = {});
 
 /// Architecture name of an EF_AMDGPU_MACH value ("gfx1100"), or "" if not one ugrad knows.
 std::string_view amd_arch_of_elf_mach(uint32_t mach);

@@ -251,6 +251,10 @@ TEST_SUITE("amd_code_object") {
 
     // Wrong counts and values that do not fit are errors naming the kernel.
     CHECK(error_of([&] { pack_kernargs(k, {}, scalars); }).find("E_mixed") != std::string::npos);
+    const uint32_t sizes_ok[] = {4, 8, 4}, sizes_bad[] = {4, 4, 4};
+    CHECK_NOTHROW(validate_amd_kernel(k, 1, 3, sizes_ok));
+    CHECK(error_of([&] { validate_amd_kernel(k, 1, 3, sizes_bad); }).find("'y'") !=
+          std::string::npos);
     std::vector<uint64_t> too_big = {uint64_t{1} << 40, 0, 0};
     CHECK(error_of([&] { pack_kernargs(k, buffers, too_big); }).find("does not fit") !=
           std::string::npos);
