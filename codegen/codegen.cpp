@@ -1,0 +1,144 @@
+#include "codegen/codegen.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <mutex>
+
+#include "codegen/decomp.h"
+#include "codegen/expand.h"
+#include "codegen/linearize.h"
+#include "codegen/lower_reduce.h"
+#include "codegen/render_llvm.h"
+#include "uop/env.h"
+#include "uop/error.h"
+
+namespace ugrad {
+
+namespace {
+
+void check_ast(const UOp& ast) {
+  if (ast.op() != Op::SINK) fail("codegen: a kernel AST is a SINK, got {}", op_name(ast.op()));
+  for (const UOp& s : ast.src())
+    if (s.op() != Op::STORE || s.src(0).op() != Op::INDEX || s.src(0).src(0).op() != Op::PARAM)
+      fail("codegen: every SINK source is a STORE to INDEX(PARAM, ...), got {}", op_name(s.op()));
+}
+
+KernelSignature signature(const UOp& ast) {
+  KernelSignature sig;
+  for (const UOp& u : ast.toposort()) {
+    if (u.op() != Op::PARAM) continue;
+    (u.arg_as<ParamArg>().slot >= 0 ? sig.buffers : sig.vars).push_back(u);
+  }
+  std::sort(sig.buffers.begin(), sig.buffers.end(), [](const UOp& a, const UOp& b) {
+    return a.arg_as<ParamArg>().slot < b.arg_as<ParamArg>().slot;
+  });
+  for (size_t i = 0; i < sig.buffers.size(); ++i)
+    if (sig.buffers[i].arg_as<ParamArg>().slot != int64_t(i))
+      fail("codegen: buffer slots must be 0..{} without gaps (slot {} missing)",
+           sig.buffers.size() - 1, i);
+  std::sort(sig.vars.begin(), sig.vars.end(), [](const UOp& a, const UOp& b) {
+    return a.arg_as<ParamArg>().name < b.arg_as<ParamArg>().name;
+  });
+  return sig;
+}
+
+// E_4_16 (elementwise) or r_16_32 (with a reduce): output loop extents, then reduce extents.
+std::string base_name(const UOp& ast) {
+  std::vector<UOp> ranges = kernel_ranges(ast);
+  std::stable_sort(ranges.begin(), ranges.end(), [](const UOp& a, const UOp& b) {
+    auto red = [](const UOp& r) {
+      AxisType t = r.arg_as<RangeArg>().type;
+      return t == AxisType::Reduce || t == AxisType::Unroll;
+    };
+    return !red(a) && red(b);
+  });
+  bool reduce = false;
+  std::string name;
+  for (const UOp& r : ranges) {
+    const AxisType t = r.arg_as<RangeArg>().type;
+    reduce |= t == AxisType::Reduce || t == AxisType::Unroll;
+    std::string dim =
+        r.src(0).is_const() ? std::to_string(r.src(0).const_int()) : r.src(0).render();
+    for (char& c : dim)
+      if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+    name += "_" + dim;
+  }
+  return (reduce ? "r" : "E") + name;
+}
+
+// Different ASTs with the same name get a suffix, so names identify kernels in a process.
+std::string unique_name(const std::string& base, uint64_t hash) {
+  static std::mutex mu;
+  static std::map<std::string, std::vector<uint64_t>> seen;
+  std::lock_guard lock(mu);
+  auto& hashes = seen[base];
+  auto it = std::find(hashes.begin(), hashes.end(), hash);
+  size_t i = it - hashes.begin();
+  if (it == hashes.end()) hashes.push_back(hash);
+  return i == 0 ? base : fmt::format("{}n{}", base, i);
+}
+
+std::string print_linear(const std::vector<UOp>& program) {
+  std::map<const UOpNode*, size_t> at;
+  std::string s;
+  for (size_t i = 0; i < program.size(); ++i) {
+    const UOp& u = program[i];
+    at[u.node()] = i;
+    std::string src;
+    for (const UOp& x : u.src()) {
+      auto it = at.find(x.node());
+      src += it == at.end() ? (x.is_const() ? arg_to_string(x.arg()) : std::string("_")) + " "
+                            : fmt::format("%{} ", it->second);
+    }
+    s += fmt::format("{:4} {:<10} {:<12} {:<24} {}\n", i, op_name(u.op()), to_string(u.dtype()),
+                     src, arg_to_string(u.arg()));
+  }
+  return s;
+}
+
+}  // namespace
+
+KernelSource codegen(const UOp& ast, const CodegenTarget& target, const CodegenOptions& options) {
+  check_ast(ast);
+  const int debug = debug_level();
+  KernelSource ks;
+  KernelSignature sig = signature(ast);
+  for (const UOp& b : sig.buffers)
+    ks.buffers.push_back({b.dtype().base(), b.arg_as<ParamArg>().hi, false});
+  for (const UOp& s : ast.src()) ks.buffers[s.src(0).src(0).arg_as<ParamArg>().slot].written = true;
+  ks.vars = sig.vars;
+
+  const bool noopt = options.noopt < 0 ? knob_int(Knob::NOOPT) != 0 : options.noopt != 0;
+  ks.opts = options.opts ? *options.opts
+            : noopt      ? std::vector<Opt>{}
+                         : heuristic_opts(ast, target, options.max_threads);
+  ks.opts_desc = to_string(ks.opts);
+  for (const Opt& o : ks.opts)
+    if (o.type == OptType::Thread) ks.cpu_threads = o.amount;
+
+  // Stages, in order; DEBUG=3 names them.
+  UOp k = apply_opts(ast, ks.opts);
+  ks.name = unique_name(base_name(k), ast.hash());
+  ks.entry = ks.name;
+  if (debug >= 3) fmt::print("codegen {}: opts [{}]\n", ks.name, ks.opts_desc);
+  if (debug >= 5) fmt::print("{}", k.print_graph());
+  k = expand_ranges(k);
+  k = lower_reduces(k);
+  k = decompose(k, target);
+  std::vector<UOp> program = linearize(k, ks.cpu_threads > 1);
+  if (debug >= 3) fmt::print("  passes: opt expand lower_reduce decomp linearize render_llvm\n");
+  if (debug >= 6) fmt::print("{}", print_linear(program));
+  ks.src = render_llvm(program, sig, target, ks.entry);
+  if (debug >= 4) fmt::print("{}\n", ks.src);
+  if (target.is_gpu) {
+    // TODO: GPU dims (global/local ranges) belong to the AMDGPU issue; one workitem runs it all.
+    ks.global_size = {UOp::cnst_int(dtypes::index, 1)};
+    ks.local_size = {UOp::cnst_int(dtypes::index, 1)};
+  }
+  return ks;
+}
+
+}  // namespace ugrad

@@ -1,0 +1,108 @@
+#include "codegen/decomp.h"
+
+#include <cmath>
+#include <limits>
+
+namespace ugrad {
+
+namespace {
+
+using R = std::optional<UOp>;
+
+bool is_half(DType t) { return t.scalar == Scalar::Float16; }
+bool is_bf16(DType t) { return t.scalar == Scalar::BFloat16; }
+bool needs_f32(DType t, const CodegenTarget& tg) {
+  return (is_half(t) && !tg.native_half) || (is_bf16(t) && !tg.native_bfloat16);
+}
+
+UOp c_like(const UOp& x, double v) { return UOp::cnst(x.dtype(), v); }
+
+// pow(x, y) for floats: |x|^y through exp2/log2, then C's sign and zero rules.
+UOp float_pow(const UOp& x, const UOp& y) {
+  UOp zero = c_like(x, 0), one = c_like(x, 1);
+  UOp neg = x.lt(zero);
+  UOp ax = neg.where(-x, x);
+  UOp mag = (y * ax.alu(Op::LOG2)).alu(Op::EXP2);
+  UOp yi = y.alu(Op::TRUNC);
+  UOp is_int = yi.eq(y);
+  UOp half_y = (yi * c_like(y, 0.5)).alu(Op::TRUNC);
+  UOp odd = (half_y * c_like(y, 2)).ne(yi);
+  UOp nan = c_like(x, std::numeric_limits<double>::quiet_NaN());
+  UOp signed_mag = is_int.where(odd.where(-mag, mag), nan);
+  return y.eq(zero).where(one, neg.where(signed_mag, mag));
+}
+
+UOp bf16_to_f32(const UOp& x) {
+  UOp bits = UOp::make(Op::BITCAST, dtypes::uint16, {x}).cast(dtypes::uint32);
+  UOp shifted = bits.alu(Op::SHL, UOp::cnst_int(dtypes::uint32, 16));
+  return UOp::make(Op::BITCAST, dtypes::float32, {shifted});
+}
+
+// float32 -> bfloat16, rounding to nearest even; NaN becomes the quiet NaN 0x7fc0.
+UOp f32_to_bf16(const UOp& f) {
+  auto u32 = [](int64_t v) { return UOp::cnst_int(dtypes::uint32, v); };
+  UOp u = UOp::make(Op::BITCAST, dtypes::uint32, {f});
+  UOp lsb = u.alu(Op::SHR, u32(16)).alu(Op::AND, u32(1));
+  UOp rounded = ((u + u32(0x7fff)) + lsb).alu(Op::SHR, u32(16));
+  UOp bits = f.ne(f).where(u32(0x7fc0), rounded).cast(dtypes::uint16);
+  return UOp::make(Op::BITCAST, dtypes::bfloat16, {bits});
+}
+
+bool alu_not_cast(Op op) { return is_alu(op) && op != Op::CAST && op != Op::BITCAST; }
+
+}  // namespace
+
+const PatternMatcher& pm_decomp() {
+  static const PatternMatcher pm({
+      // MULACC(a, b, c) -> a*b + c
+      {UPat(Op::MULACC, {UPat::var("a"), UPat::var("b"), UPat::var("c")}),
+       [](const Match& m) -> R { return m["a"] * m["b"] + m["c"]; }},
+      // POW(x, y) -> exp2(y*log2|x|) with C's special cases; ints through float64
+      {UPat(Op::POW, {UPat::var("x"), UPat::var("y")}),
+       [](const Match& m) -> R {
+         const UOp &x = m["x"], &y = m["y"];
+         if (is_float(x.dtype())) return float_pow(x, y);
+         return float_pow(x.cast(dtypes::float64), y.cast(dtypes::float64)).cast(x.dtype());
+       }},
+      // bool: ADD, MAX -> OR; MUL -> AND
+      {UPat::ops({Op::ADD, Op::MAX}, {UPat::var("a", dt_bool), UPat::var("b")}),
+       [](const Match& m) -> R { return m["a"].alu(Op::OR, m["b"]); }},
+      {UPat(Op::MUL, {UPat::var("a", dt_bool), UPat::var("b")}),
+       [](const Match& m) -> R { return m["a"].alu(Op::AND, m["b"]); }},
+      // CAST from or to bfloat16 -> bit operations through float32
+      {UPat(Op::CAST, {UPat::var("x")}),
+       [](const Match& m) -> R {
+         const UOp& x = m["x"];
+         const DType to = m.root().dtype();
+         if (is_bf16(x.dtype())) return bf16_to_f32(x).cast(to);
+         if (is_bf16(to)) return f32_to_bf16(x.cast(dtypes::float32));
+         // half <-> anything but float32 goes through float32 (no libcalls needed)
+         const CodegenTarget& tg = m.ctx<const CodegenTarget>();
+         if (!tg.native_half && (is_half(x.dtype()) || is_half(to)) &&
+             x.dtype() != dtypes::float32 && to != dtypes::float32)
+           return x.cast(dtypes::float32).cast(to);
+         return std::nullopt;
+       }},
+      // half/bfloat16 arithmetic without native support -> float32, then back
+      {UPat(),
+       [](const Match& m) -> R {
+         const UOp& u = m.root();
+         const CodegenTarget& tg = m.ctx<const CodegenTarget>();
+         // WHERE is a select: it needs no arithmetic
+         if (!alu_not_cast(u.op()) || u.op() == Op::WHERE) return std::nullopt;
+         if (!needs_f32(u.src(0).dtype(), tg)) return std::nullopt;
+         std::vector<UOp> src;
+         for (const UOp& s : u.src()) src.push_back(s.cast(dtypes::float32));
+         DType out = is_comparison(u.op()) ? u.dtype() : dtypes::float32;
+         UOp r = UOp::make(u.op(), out, std::move(src), u.arg());
+         return r.cast(u.dtype());
+       }},
+  });
+  return pm;
+}
+
+UOp decompose(const UOp& u, const CodegenTarget& target) {
+  return graph_rewrite(u, pm_decomp(), const_cast<CodegenTarget*>(&target));
+}
+
+}  // namespace ugrad

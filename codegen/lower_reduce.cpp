@@ -1,0 +1,127 @@
+#include "codegen/lower_reduce.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "codegen/ranges.h"
+#include "uop/error.h"
+
+namespace ugrad {
+
+UOp reduce_identity(Op op, DType dtype) {
+  switch (op) {
+    case Op::ADD:
+      return UOp::cnst_int(dtype, 0);
+    case Op::MUL:
+      return UOp::cnst_int(dtype, 1);
+    case Op::MAX:
+      if (is_float(dtype)) return UOp::cnst(dtype, -std::numeric_limits<double>::infinity());
+      if (is_bool(dtype)) return UOp::cnst_bool(false);
+      if (dtype.scalar == Scalar::Int64 || dtype.scalar == Scalar::Index)
+        return UOp::cnst_int(dtype, std::numeric_limits<int64_t>::min());
+      return UOp::cnst_int(dtype, static_cast<int64_t>(dtype_min(dtype)));
+    default:
+      fail("codegen: REDUCE with op {} (ADD, MUL or MAX expected)", op_name(op));
+  }
+}
+
+namespace {
+
+// Members of one shared reduce loop.
+struct ReduceGroup {
+  std::vector<UOp> ranges;  // the reduce ranges, in loop order
+  std::vector<UOp> outer;   // open ranges outside the reduce
+  std::vector<UOp> members;
+};
+
+bool contains_reduce(const UOp& u) {
+  for (const UOp& x : u.src(0).toposort())
+    if (x.op() == Op::REDUCE) return true;
+  return false;
+}
+
+// Lowers the innermost REDUCEs (those with no REDUCE inside): one pass of the fixed point.
+UOp lower_innermost(const UOp& ast, int64_t& next_acc) {
+  RangeMap open = open_ranges(ast);
+  std::vector<ReduceGroup> groups;
+  for (const UOp& u : ast.toposort()) {
+    if (u.op() != Op::REDUCE || contains_reduce(u)) continue;
+    std::vector<UOp> ranges(u.src().begin() + 1, u.src().end());
+    std::sort(ranges.begin(), ranges.end(), loop_order);
+    const std::vector<UOp>& outer = open.at(u);
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const ReduceGroup& g) {
+      return g.ranges == ranges && g.outer == outer;
+    });
+    if (g == groups.end())
+      groups.push_back({ranges, outer, {u}});
+    else
+      g->members.push_back(u);
+  }
+  std::vector<std::pair<UOp, UOp>> repl;
+  for (const ReduceGroup& g : groups) {
+    std::vector<UOp> accs, updates;
+    for (const UOp& red : g.members) {
+      const DType dt = red.dtype();
+      UOp acc = UOp::make(Op::DEFINE_REG, dt.ptr(AddrSpace::Reg), {}, next_acc++);
+      // The accumulator is reset inside the outer loops: AFTER ties it to them.
+      std::vector<UOp> after_src{acc};
+      after_src.insert(after_src.end(), g.outer.begin(), g.outer.end());
+      UOp acc_outer = g.outer.empty() ? acc : UOp::make(Op::AFTER, acc.dtype(), after_src);
+      UOp zero = UOp::cnst_int(dtypes::index, 0);
+      UOp init = UOp::make(Op::STORE, dtypes::void_,
+                           {UOp::make(Op::INDEX, acc.dtype(), {acc_outer, zero}),
+                            reduce_identity(red.arg_as<Op>(), dt)});
+      // Read and written every iteration: AFTER ties it to the reduce loops too.
+      std::vector<UOp> in_loop{acc, init};
+      in_loop.insert(in_loop.end(), g.ranges.begin(), g.ranges.end());
+      UOp acc_init = UOp::make(Op::AFTER, acc.dtype(), in_loop);
+      UOp cur = UOp::make(Op::LOAD, dt, {UOp::make(Op::INDEX, acc.dtype(), {acc_init, zero})});
+      UOp next = cur.alu(red.arg_as<Op>(), red.src(0));
+      updates.push_back(UOp::make(Op::STORE, dtypes::void_,
+                                  {UOp::make(Op::INDEX, acc.dtype(), {acc_init, zero}), next}));
+      accs.push_back(acc);
+    }
+    UOp body = updates.size() == 1 ? updates[0] : UOp::make(Op::GROUP, dtypes::void_, updates);
+    std::vector<UOp> end_src{body};
+    end_src.insert(end_src.end(), g.ranges.begin(), g.ranges.end());
+    UOp end = UOp::make(Op::END, dtypes::void_, end_src);
+    for (size_t i = 0; i < accs.size(); ++i) {
+      UOp acc_done = UOp::make(Op::AFTER, accs[i].dtype(), {accs[i], end});
+      UOp zero = UOp::cnst_int(dtypes::index, 0);
+      repl.emplace_back(g.members[i],
+                        UOp::make(Op::LOAD, g.members[i].dtype(),
+                                  {UOp::make(Op::INDEX, accs[i].dtype(), {acc_done, zero})}));
+    }
+  }
+  return ast.substitute(repl);
+}
+
+}  // namespace
+
+UOp lower_reduces(const UOp& ast) {
+  UOp out = ast;
+  int64_t next_acc = 0;
+  for (;;) {
+    bool any = false;
+    for (const UOp& u : out.toposort()) any |= u.op() == Op::REDUCE;
+    if (!any) break;
+    out = lower_innermost(out, next_acc);
+  }
+  // Every store is closed by an END over its output loops.
+  RangeMap open = open_ranges(out);
+  std::vector<UOp> stores;
+  for (const UOp& s : out.src()) {
+    const std::vector<UOp>& loops = open.at(s);
+    if (loops.empty()) {
+      stores.push_back(s);
+      continue;
+    }
+    std::vector<UOp> end_src{s};
+    end_src.insert(end_src.end(), loops.begin(), loops.end());
+    stores.push_back(UOp::make(Op::END, dtypes::void_, end_src));
+  }
+  return out.replace_src(std::move(stores));
+}
+
+}  // namespace ugrad

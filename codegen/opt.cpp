@@ -1,0 +1,139 @@
+#include "codegen/opt.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <thread>
+#include <unordered_map>
+
+#include "codegen/gemm_tiling.h"
+#include "uop/error.h"
+
+namespace ugrad {
+
+std::string to_string(const std::vector<Opt>& opts) {
+  static constexpr const char* kNames[] = {"UPCAST", "UNROLL", "THREAD"};
+  std::string s;
+  for (const Opt& o : opts)
+    s += fmt::format("{}{}({},{})", s.empty() ? "" : " ", kNames[int(o.type)], o.axis, o.amount);
+  return s;
+}
+
+std::vector<UOp> kernel_ranges(const UOp& ast) {
+  std::vector<UOp> ranges;
+  for (const UOp& u : ast.toposort())
+    if (u.op() == Op::RANGE) ranges.push_back(u);
+  std::sort(ranges.begin(), ranges.end(), [](const UOp& a, const UOp& b) {
+    return a.arg_as<RangeArg>().axis < b.arg_as<RangeArg>().axis;
+  });
+  return ranges;
+}
+
+namespace {
+
+UOp find_axis(const std::vector<UOp>& ranges, int64_t axis, const Opt& o) {
+  for (const UOp& r : ranges)
+    if (r.arg_as<RangeArg>().axis == axis) return r;
+  fail("codegen: opt {} names axis {} which the kernel does not have", to_string({o}), axis);
+}
+
+// Rebuilds `ast` with `r` replaced by the expression `outer*amount + inner`; a REDUCE over `r`
+// reduces over both `outer` and `inner` instead.
+UOp split_range(const UOp& ast, const UOp& r, const UOp& outer, const UOp& inner, int64_t amount) {
+  std::unordered_map<UOp, UOp> repl;
+  repl.emplace(r, outer * amount + inner);
+  for (const UOp& u : ast.toposort()) {
+    if (u == r) continue;
+    std::vector<UOp> src;
+    for (size_t i = 0; i < u.src().size(); ++i) {
+      const UOp& s = u.src(i);
+      if (u.op() == Op::REDUCE && i > 0 && s == r) {
+        src.push_back(outer);
+        src.push_back(inner);
+        continue;
+      }
+      auto it = repl.find(s);
+      src.push_back(it == repl.end() ? s : it->second);
+    }
+    UOp n = u.replace_src(std::move(src));
+    if (!(n == u)) repl.emplace(u, n);
+  }
+  auto it = repl.find(ast);
+  return it == repl.end() ? ast : it->second;
+}
+
+UOp apply_opt(const UOp& ast, const Opt& o) {
+  std::vector<UOp> ranges = kernel_ranges(ast);
+  UOp r = find_axis(ranges, o.axis, o);
+  const RangeArg ra = r.arg_as<RangeArg>();
+  if (o.amount < 1) fail("codegen: opt {}: amount must be positive", to_string({o}));
+  if (o.type == OptType::Thread) {
+    if (ra.type != AxisType::Loop)
+      fail("codegen: opt {}: only an output loop axis can be threaded", to_string({o}));
+    return ast.substitute({{r, UOp::range(r.src(0), ra.axis, AxisType::Thread)}});
+  }
+  const bool upcast = o.type == OptType::Upcast;
+  if (upcast ? (ra.type != AxisType::Loop && ra.type != AxisType::Thread)
+             : ra.type != AxisType::Reduce)
+    fail("codegen: opt {}: axis {} is a {} axis", to_string({o}), o.axis, axis_type_name(ra.type));
+  if (!r.src(0).is_const() || r.src(0).const_int() % o.amount != 0)
+    fail("codegen: opt {}: amount does not divide the axis extent {}", to_string({o}),
+         r.src(0).render());
+  const int64_t fresh = ranges.back().arg_as<RangeArg>().axis + 1;
+  UOp outer = UOp::range(r.src(0).const_int() / o.amount, ra.axis, ra.type);
+  UOp inner = UOp::range(o.amount, fresh, upcast ? AxisType::Upcast : AxisType::Unroll);
+  return split_range(ast, r, outer, inner, o.amount);
+}
+
+int64_t extent(const UOp& r) {
+  return r.src(0).is_const() ? r.src(0).const_int() : r.src(0).vmax();
+}
+
+int64_t largest_divisor(int64_t n, std::initializer_list<int64_t> candidates) {
+  for (int64_t c : candidates)
+    if (n % c == 0 && n > c) return c;
+  return 1;
+}
+
+}  // namespace
+
+UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts) {
+  UOp out = ast;
+  for (const Opt& o : opts) out = apply_opt(out, o);
+  return out;
+}
+
+std::vector<Opt> heuristic_opts(const UOp& ast, const CodegenTarget& target, int64_t max_threads) {
+  std::vector<Opt> opts;
+  if (target.is_gpu) return opts;  // TODO: GPU locals/upcasts belong to the AMDGPU issue
+  if (auto tiled = gemm_tiling_opts(ast, target)) opts = *tiled;
+  std::vector<UOp> ranges = kernel_ranges(apply_opts(ast, opts));
+  std::vector<UOp> outs, reds;
+  int64_t work = 1;
+  for (const UOp& r : ranges) {
+    const AxisType t = r.arg_as<RangeArg>().type;
+    if (t == AxisType::Loop) outs.push_back(r);
+    if (t == AxisType::Reduce) reds.push_back(r);
+    work *= std::max<int64_t>(extent(r), 1);
+  }
+  if (opts.empty()) {
+    // Reduce over an outer axis (the inner output axis is contiguous): accumulate vector lanes.
+    if (!reds.empty() && !outs.empty() && outs.back().src(0).is_const()) {
+      int64_t n = largest_divisor(outs.back().src(0).const_int(), {16, 8, 4});
+      if (n > 1 && extent(reds.back()) >= 8)
+        opts.push_back({OptType::Upcast, outs.back().arg_as<RangeArg>().axis, n});
+    }
+  }
+  // Threads over the outermost output loop when each core gets enough work.
+  constexpr int64_t kMinWorkPerThread = 1 << 16;
+  int64_t cores =
+      max_threads > 0 ? max_threads : std::max<int64_t>(1, std::thread::hardware_concurrency());
+  if (!outs.empty()) {
+    const UOp& outer = outs.front();
+    int64_t n = std::min({cores, extent(outer), work / kMinWorkPerThread});
+    if (n >= 2) opts.push_back({OptType::Thread, outer.arg_as<RangeArg>().axis, n});
+  }
+  return opts;
+}
+
+}  // namespace ugrad

@@ -1,0 +1,42 @@
+// Kernel optimizations as data: a list of Opt{type, axis, amount} chosen by a heuristic (or given),
+// applied to the kernel AST by one function.
+//   UPCAST(axis, n)  split output axis r into r'*n + u; u is expanded into n copies (vector lanes)
+//   UNROLL(axis, n)  split reduce axis r into r'*n + u; the n copies are summed inside the loop
+//   THREAD(axis, n)  the output axis is split across n cores by core_id
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codegen/target.h"
+#include "uop/uop.h"
+
+namespace ugrad {
+
+enum class OptType : uint8_t { Upcast, Unroll, Thread };
+
+/// One optimization: `axis` is a RANGE axis id of the kernel AST (after earlier opts).
+struct Opt {
+  OptType type;
+  int64_t axis;
+  int64_t amount;
+  friend bool operator==(const Opt&, const Opt&) = default;
+};
+
+/// "UPCAST(1,4) UNROLL(2,4) THREAD(0,2)".
+std::string to_string(const std::vector<Opt>& opts);
+
+/// Applies `opts` in order to the kernel AST; an Error names an opt that does not fit (unknown
+/// axis, amount not dividing a constant range, wrong axis kind). Split axes get fresh axis ids.
+UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts);
+
+/// The heuristic's choice for `ast` on `target`: register tiling for GEMM-shaped reduces, upcasts
+/// of contiguous output axes, reduce unrolling, and threads when the kernel is big enough.
+/// `max_threads` bounds the THREAD amount (0: the host's core count).
+std::vector<Opt> heuristic_opts(const UOp& ast, const CodegenTarget& target, int64_t max_threads);
+
+/// The output loop ranges (outside any REDUCE) of every store, and the reduce ranges, by axis id.
+std::vector<UOp> kernel_ranges(const UOp& ast);
+
+}  // namespace ugrad

@@ -1,0 +1,25 @@
+// The LLVM IR renderer: walks a linear program once and prints a complete LLVM module. One base
+// for every target; the target record selects the small differences (entry calling convention,
+// address space of buffer pointers, core_id/n_cores on the CPU).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "codegen/target.h"
+#include "uop/uop.h"
+
+namespace ugrad {
+
+/// The parameters of a kernel in signature order.
+struct KernelSignature {
+  std::vector<UOp> buffers;  // buffer PARAMs by slot
+  std::vector<UOp> vars;     // variable PARAMs, sorted by name
+};
+
+/// LLVM IR text of `program` (from linearize) as function `name`. CPU: `void name(void** args,
+/// i64 core_id, i64 n_cores)` wrapping an always-inlined body with noalias buffer pointers.
+/// GPU: an amdgpu_kernel taking the buffers (address space 1) and the variables (i64).
+std::string render_llvm(const std::vector<UOp>& program, const KernelSignature& sig,
+                        const CodegenTarget& target, const std::string& name);
+
+}  // namespace ugrad

@@ -1,0 +1,31 @@
+// What the code generator needs to know about a target: a small capability record plus the name of
+// the renderer hooks it uses. Plain data: codegen knows nothing of devices or the LLVM back end.
+#pragma once
+#include <string>
+
+namespace ugrad {
+
+/// A code generation target. The LLVM IR renderer is one base; `is_gpu` selects the GPU hooks
+/// (kernel calling convention, address spaces, workitem ids) and the capabilities below steer
+/// the decompositions and the optimizer.
+struct CodegenTarget {
+  std::string name;              // "cpu", "gfx1100"
+  std::string triple;            // LLVM target triple
+  bool is_gpu = false;           // GPU: launch dims instead of a core_id loop split
+  int simd_bytes = 32;           // preferred vector register width in bytes
+  bool native_half = false;      // half arithmetic is native (else computed in float32)
+  bool native_bfloat16 = false;  // bfloat16 arithmetic is native (else computed in float32)
+  int wave_size = 1;             // GPU wave (warp) width; 1 on CPUs
+  int max_local_bytes = 0;       // workgroup-shared memory (LDS) per workgroup
+  bool has_wmma = false;         // matrix-multiply-accumulate intrinsics (RDNA3 WMMA)
+  bool has_dot4 = false;         // int8 dot-product intrinsics (sdot4/udot4)
+  int global_address_space = 0;  // LLVM address space of buffer pointers
+  int local_address_space = 3;   // LLVM address space of workgroup-shared memory
+};
+
+/// The host CPU (x86-64): SIMD width from the build host's widest vector ISA.
+CodegenTarget cpu_codegen_target();
+/// An AMD GPU (RDNA3 gfx1100 family, RDNA4 gfx1200): wave32, 64 KiB LDS, WMMA, dot4.
+CodegenTarget amd_codegen_target(const std::string& arch);
+
+}  // namespace ugrad

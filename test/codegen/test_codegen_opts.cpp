@@ -1,0 +1,81 @@
+// Differential tests: NOOPT vs the heuristic vs forced opts, 1 vs 2 cores.
+#include <doctest/doctest.h>
+
+#include "kernel_harness.h"
+#include "uop/error.h"
+
+using namespace ugrad;
+using namespace ugrad::test;
+
+namespace {
+
+UOp matmul_ast(int M, int N, int K) {
+  UOp c = buf(0, dtypes::float32, M * N), a = buf(1, dtypes::float32, M * K),
+      b = buf(2, dtypes::float32, K * N);
+  UOp i = UOp::range(M, 0), j = UOp::range(N, 1), k = UOp::range(K, 2, AxisType::Reduce);
+  return sink({store(c, i * N + j, reduce(load(a, i * K + k) * load(b, k * N + j), Op::ADD, {k}))});
+}
+
+std::vector<float> run_matmul(const UOp& ast, int M, int N, int K, const CodegenOptions& o,
+                              int64_t cores) {
+  Kernel k = compile(ast, o);
+  std::vector<float> a = randf(M * K, 21), b = randf(K * N, 22), c(M * N);
+  k.run({c.data(), a.data(), b.data()}, {}, cores);
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("opts: NOOPT, heuristic, forced tiles and threads agree on a matmul") {
+  const int M = 64, N = 96, K = 128;
+  UOp ast = matmul_ast(M, N, K);
+  std::vector<float> ref = run_matmul(ast, M, N, K, {.noopt = 1}, 1);
+  std::vector<std::vector<Opt>> forced{
+      {{OptType::Upcast, 1, 16}},
+      {{OptType::Upcast, 0, 4}, {OptType::Upcast, 1, 8}, {OptType::Unroll, 2, 4}},
+      {{OptType::Thread, 0, 2}, {OptType::Upcast, 1, 4}},
+  };
+  for (int64_t cores : {1, 2, 3}) {
+    CAPTURE(cores);
+    std::vector<float> h = run_matmul(ast, M, N, K, {}, cores);
+    for (size_t x = 0; x < ref.size(); ++x) CHECK(h[x] == doctest::Approx(ref[x]).epsilon(1e-5));
+    for (const auto& opts : forced) {
+      CAPTURE(to_string(opts));
+      std::vector<float> f = run_matmul(ast, M, N, K, {.opts = opts}, cores);
+      for (size_t x = 0; x < ref.size(); ++x) CHECK(f[x] == doctest::Approx(ref[x]).epsilon(1e-5));
+    }
+  }
+}
+
+TEST_CASE("threads: integer kernels are bit-exact on 1, 2 and 5 cores") {
+  const int R = 100, C = 50;
+  UOp out = buf(0, dtypes::int32, R), a = buf(1, dtypes::int32, R * C);
+  UOp i = UOp::range(R, 0), j = UOp::range(C, 1, AxisType::Reduce);
+  UOp ast = sink({store(out, i, reduce(load(a, i * C + j) * load(a, j), Op::ADD, {j}))});
+  std::vector<int32_t> va(R * C);
+  for (int x = 0; x < R * C; ++x) va[x] = (x * 7919) % 1000 - 500;
+  std::vector<int32_t> ref(R);
+  compile(ast, {.noopt = 1}).run({ref.data(), va.data()}, {}, 1);
+  for (int x = 0; x < R; ++x) {
+    int32_t acc = 0;
+    for (int y = 0; y < C; ++y) acc += va[x * C + y] * va[y];
+    CHECK(ref[x] == acc);
+  }
+  Kernel k =
+      compile(ast, {.opts = std::vector<Opt>{{OptType::Thread, 0, 2}, {OptType::Unroll, 1, 5}}});
+  for (int64_t cores : {1, 2, 5}) {
+    std::vector<int32_t> got(R);
+    k.run({got.data(), va.data()}, {}, cores);
+    CHECK(got == ref);
+  }
+}
+
+TEST_CASE("a bad opt is an error naming it") {
+  UOp ast = matmul_ast(8, 8, 8);
+  CHECK_THROWS_WITH_AS(
+      codegen(ast, cpu_codegen_target(), {.opts = std::vector<Opt>{{OptType::Upcast, 1, 3}}}),
+      doctest::Contains("UPCAST(1,3)"), Error);
+  CHECK_THROWS_AS(
+      codegen(ast, cpu_codegen_target(), {.opts = std::vector<Opt>{{OptType::Unroll, 0, 2}}}),
+      Error);
+}
