@@ -60,22 +60,16 @@ struct Fd {
   }
 };
 
-// Reads the whole file at `path`; nullopt if it does not exist or cannot be read.
-std::optional<Bytes> read_file(const std::filesystem::path& path) {
-  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (f.fd < 0) return std::nullopt;
-  struct stat st {};
-  if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
-  Bytes data(static_cast<size_t>(st.st_size));
+// Reads up to `size` bytes from `fd` into `out`; returns how many it got.
+size_t read_up_to(int fd, uint8_t* out, size_t size) {
   size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::read(f.fd, data.data() + done, data.size() - done);
+  while (done < size) {
+    const ssize_t n = ::read(fd, out + done, size - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // a file that shrank under us is caught by the length check
+    if (n <= 0) break;
     done += static_cast<size_t>(n);
   }
-  data.resize(done);
-  return data;
+  return done;
 }
 
 // Writes all of `data` to `fd`; false with errno set on failure.
@@ -197,23 +191,29 @@ void ProgramCache::clear_memory() {
 }
 
 std::optional<Bytes> ProgramCache::read_entry(const std::string& key) {
-  std::optional<Bytes> file = read_file(entry_path(key));
-  if (!file) return std::nullopt;
-  const uint8_t* h = file->data();
+  Fd f{::open(entry_path(key).c_str(), O_RDONLY | O_CLOEXEC)};
+  if (f.fd < 0) return std::nullopt;  // not cached (or unreadable: a miss either way)
+  // The header is checked against the file's size before the payload is read, so a stray huge
+  // file costs no allocation.
+  struct stat st {};
+  uint8_t h[kHeaderBytes];
   const Sha256Digest want_key = key_digest(key);
-  const bool ok =
-      file->size() >= kHeaderBytes && std::memcmp(h, kMagic, 4) == 0 &&
-      get_le(h + 4, 4) == kFormatVersion && get_le(h + 8, 8) == file->size() - kHeaderBytes &&
-      std::memcmp(h + 16, want_key.data(), 32) == 0 && [&] {
-        const Sha256Digest sum = sha256(file->data() + kHeaderBytes, file->size() - kHeaderBytes);
-        return std::memcmp(h + 48, sum.data(), 32) == 0;
-      }();
-  if (!ok) {
+  std::optional<Bytes> payload;
+  if (::fstat(f.fd, &st) == 0 && S_ISREG(st.st_mode) &&
+      read_up_to(f.fd, h, kHeaderBytes) == kHeaderBytes && std::memcmp(h, kMagic, 4) == 0 &&
+      get_le(h + 4, 4) == kFormatVersion &&
+      get_le(h + 8, 8) == static_cast<uint64_t>(st.st_size) - kHeaderBytes &&
+      std::memcmp(h + 16, want_key.data(), 32) == 0) {
+    Bytes bytes(static_cast<size_t>(get_le(h + 8, 8)));
+    if (read_up_to(f.fd, bytes.data(), bytes.size()) == bytes.size() &&
+        std::memcmp(h + 48, sha256(bytes.data(), bytes.size()).data(), 32) == 0)
+      payload = std::move(bytes);
+  }
+  if (!payload) {
     std::lock_guard lock(mutex_);
     ++stats_.bad_entries;
-    return std::nullopt;
   }
-  return Bytes(file->begin() + kHeaderBytes, file->end());
+  return payload;
 }
 
 void ProgramCache::write_entry(const std::string& key, const Bytes& bytes) {
