@@ -9,6 +9,7 @@
 
 #include "codegen/codegen.h"
 #include "runtime/device.h"
+#include "runtime/jit.h"
 #include "schedule/schedule.h"
 #include "uop/env.h"
 #include "uop/error.h"
@@ -45,19 +46,18 @@ std::shared_ptr<Program> program_for(Device& device, const UOp& ast) {
   std::lock_guard lock(mutex);
   auto key = std::make_pair(device.name(), ast);
   if (auto it = programs.find(key); it != programs.end()) return it->second;
+  ++jit_stats().compiles;
   std::shared_ptr<Program> p = device.compile(codegen(ast, device.target()));
   programs.emplace(key, p);
   return p;
 }
 
 // Rough work estimates for DEBUG=2: flops = ALU ops times the iterations enclosing them.
-double estimate_flops(const UOp& ast,
-                      const std::vector<std::pair<std::string, int64_t>>& var_vals) {
+double estimate_flops(const UOp& ast) {
   auto value_of = [&](const UOp& end) -> double {
     if (end.is_const()) return static_cast<double>(end.const_int());
     return static_cast<double>(end.vmax());  // symbolic: the upper bound
   };
-  (void)var_vals;
   double flops = 0;
   for (const UOp& u : ast.toposort()) {
     if (!is_alu(u.op()) || u.dtype().scalar == Scalar::Index || u.op() == Op::CAST) continue;
@@ -109,6 +109,8 @@ void copy_in(const UOp& buffer, std::span<const std::byte> data) {
 }
 
 void copy_out(const UOp& buffer, std::span<std::byte> data) {
+  if (CaptureScope::current())
+    fail("reading a tensor's value while a JIT is capturing: the read would not be replayed");
   BufferRef b = buffer_of(buffer);
   if (data.size() != b->size())
     fail("copy_out: {} bytes from a buffer of {} bytes", data.size(), b->size());
@@ -118,6 +120,7 @@ void copy_out(const UOp& buffer, std::span<std::byte> data) {
 
 std::vector<UOp> realize(std::span<const UOp> roots,
                          const std::vector<std::pair<std::string, int64_t>>& var_vals) {
+  ++jit_stats().schedules;
   Schedule sched = create_schedule(std::vector<UOp>(roots.begin(), roots.end()));
   if (debug_level() >= 1 && !sched.items.empty())
     fmt::print(stderr, "scheduled {} kernel{}\n", sched.items.size(),
@@ -125,34 +128,19 @@ std::vector<UOp> realize(std::span<const UOp> roots,
   for (const ScheduleItem& item : sched.items) {
     const std::string& dev_name = item.buffers.at(0).arg_as<BufferArg>().device;
     Device& device = get_device(dev_name);
-    std::shared_ptr<Program> prog = program_for(device, item.ast);
-    const KernelSource& src = prog->source();
-    std::vector<void*> handles;
-    handles.reserve(item.buffers.size());
-    double bytes = 0;
-    for (const UOp& b : item.buffers) {
-      BufferRef ref = buffer_of(b);
-      handles.push_back(ref->handle());
-      bytes += static_cast<double>(ref->size());
-    }
-    std::vector<int64_t> vals;
-    for (const UOp& v : src.vars) {
-      const ParamArg& p = v.arg_as<ParamArg>();
-      auto it = std::find_if(var_vals.begin(), var_vals.end(),
-                             [&](auto& kv) { return kv.first == p.name; });
-      if (it == var_vals.end()) fail("kernel {}: variable '{}' is not bound", src.name, p.name);
-      if (it->second < p.lo || it->second > p.hi)
-        fail("variable '{}' = {} is outside its range [{}, {}]", p.name, it->second, p.lo, p.hi);
-      vals.push_back(it->second);
-    }
+    ExecItem exec{&device, program_for(device, item.ast), item.buffers};
+    if (CaptureScope* capture = CaptureScope::current()) capture->items.push_back(exec);
     auto t0 = std::chrono::steady_clock::now();
-    device.launch(*prog, handles, vals);
+    run_exec_item(exec, var_vals);
     if (debug_level() >= 2) {
       device.synchronize();
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      double flops = estimate_flops(item.ast, var_vals);
+      double bytes = 0;
+      for (const UOp& b : item.buffers) bytes += static_cast<double>(buffer_of(b)->size());
+      const KernelSource& src = exec.program->source();
       fmt::print(stderr, "{:<6} {:<28} {:>9.3f} ms  {:>8.2f} GFLOP/s  {:>8.2f} GB/s  {}\n",
-                 dev_name, src.name, s * 1e3, flops / s * 1e-9, bytes / s * 1e-9, src.opts_desc);
+                 dev_name, src.name, s * 1e3, estimate_flops(item.ast) / s * 1e-9, bytes / s * 1e-9,
+                 src.opts_desc);
     }
   }
   return sched.outputs;

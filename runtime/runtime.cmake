@@ -1,4 +1,5 @@
 # The realize engine and the device registry.
 ugrad_component(ugrad_runtime
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/device.cpp ${CMAKE_CURRENT_LIST_DIR}/realize.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/jit.cpp
   DEPS ugrad_schedule ugrad_codegen ugrad_llvm_backend ugrad_runtime_core)

@@ -1,0 +1,100 @@
+#include "runtime/jit.h"
+
+#include <fmt/format.h>
+
+#include "runtime/realize.h"
+#include "uop/env.h"
+#include "uop/error.h"
+
+namespace ugrad {
+namespace {
+thread_local CaptureScope* g_capture = nullptr;
+}
+
+CaptureScope::CaptureScope() {
+  if (g_capture) fail("JIT: a capture is already running on this thread (nested JITs)");
+  g_capture = this;
+}
+CaptureScope::~CaptureScope() { g_capture = nullptr; }
+CaptureScope* CaptureScope::current() { return g_capture; }
+
+JitStats& jit_stats() {
+  static JitStats stats;
+  return stats;
+}
+
+void run_exec_item(const ExecItem& item, const VarVals& var_vals) {
+  const KernelSource& src = item.program->source();
+  std::vector<void*> handles;
+  handles.reserve(item.buffers.size());
+  for (const UOp& b : item.buffers) handles.push_back(buffer_of(b)->handle());
+  std::vector<int64_t> vals;
+  vals.reserve(src.vars.size());
+  for (const UOp& v : src.vars) {
+    const ParamArg& p = v.arg_as<ParamArg>();
+    auto it = std::find_if(var_vals.begin(), var_vals.end(),
+                           [&](auto& kv) { return kv.first == p.name; });
+    if (it == var_vals.end()) fail("kernel {}: variable '{}' is not bound", src.name, p.name);
+    if (it->second < p.lo || it->second > p.hi)
+      fail("variable '{}' = {} is outside its range [{}, {}]", p.name, it->second, p.lo, p.hi);
+    vals.push_back(it->second);
+  }
+  item.device->launch(*item.program, handles, vals);
+}
+
+GraphJit::GraphJit(Fn fn, std::string name) : fn_(std::move(fn)), name_(std::move(name)) {}
+
+std::vector<UOp> GraphJit::operator()(const std::vector<UOp>& inputs, const VarVals& vars) {
+  std::vector<std::pair<Shape, DType>> sig;
+  std::vector<UOp> in_bufs;
+  for (const UOp& in : inputs) {
+    UOp b = realized_buffer(in);
+    if (!b) fail("{}: inputs must be realized tensors", name_);
+    sig.emplace_back(shape_of(in), in.dtype());
+    in_bufs.push_back(b);
+  }
+  int64_t call = calls_++;
+  if (call == 0 || knob_int(Knob::JIT) == 0) {
+    std::vector<UOp> outs = fn_(inputs, vars);
+    return realize(outs, vars);
+  }
+  if (call == 1) {
+    std::vector<UOp> outs;
+    {
+      CaptureScope capture;
+      outs = realize(fn_(inputs, vars), vars);
+      captured_ = std::move(capture.items);
+    }
+    captured_inputs_ = in_bufs;
+    signature_ = sig;
+    outputs_ = outs;
+    if (debug_level() >= 1)
+      fmt::print(stderr, "{}: captured {} kernels with {} inputs\n", name_, captured_.size(),
+                 inputs.size());
+    return outs;
+  }
+  if (sig.size() != signature_.size())
+    fail("{}: called with {} inputs, captured with {}", name_, sig.size(), signature_.size());
+  for (size_t i = 0; i < sig.size(); ++i) {
+    bool same =
+        sig[i].second == signature_[i].second && sig[i].first.size() == signature_[i].first.size();
+    for (size_t j = 0; same && j < sig[i].first.size(); ++j)
+      same = dims_equal(sig[i].first[j], signature_[i].first[j]);
+    if (!same)
+      fail("{}: input {} is {} {}, but the JIT captured {} {}", name_, i, to_string(sig[i].second),
+           shape_str(sig[i].first), to_string(signature_[i].second),
+           shape_str(signature_[i].first));
+  }
+  if (debug_level() >= 1) fmt::print(stderr, "{}: replaying {} kernels\n", name_, captured_.size());
+  for (const ExecItem& item : captured_) {
+    ExecItem swapped = item;
+    for (UOp& b : swapped.buffers)
+      for (size_t i = 0; i < captured_inputs_.size(); ++i)
+        if (b == captured_inputs_[i]) b = in_bufs[i];
+    if (debug_level() >= 2) fmt::print(stderr, "  replay {}\n", item.program->source().name);
+    run_exec_item(swapped, vars);
+  }
+  return outputs_;
+}
+
+}  // namespace ugrad

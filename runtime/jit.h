@@ -1,0 +1,72 @@
+// The JIT: capture the kernels a function of tensors launches, then replay them.
+//
+// Call 0 runs the function eagerly; call 1 runs it again while capturing every kernel launch
+// (program, buffers); later calls replay those launches with the inputs' buffers swapped in and the
+// variables rebound, with no scheduling and no compiling. Outputs of a replay are the buffers
+// captured at call 1, overwritten on every call.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/device.h"
+#include "uop/shape.h"
+
+namespace ugrad {
+
+using VarVals = std::vector<std::pair<std::string, int64_t>>;
+
+/// One kernel launch as realize performed it.
+struct ExecItem {
+  Device* device;
+  std::shared_ptr<Program> program;
+  std::vector<UOp> buffers;  // BUFFER nodes by slot
+};
+
+/// While alive on a thread, records every launch realize() makes on that thread. Nesting is an
+/// Error.
+class CaptureScope {
+ public:
+  CaptureScope();
+  ~CaptureScope();
+  CaptureScope(const CaptureScope&) = delete;
+  CaptureScope& operator=(const CaptureScope&) = delete;
+  std::vector<ExecItem> items;
+  /// The capture active on this thread, or nullptr.
+  static CaptureScope* current();
+};
+
+/// Runs one recorded launch with the given variable values.
+void run_exec_item(const ExecItem& item, const VarVals& var_vals);
+
+/// Counters that prove what a call did.
+struct JitStats {
+  int64_t schedules = 0;  // create_schedule calls made through realize()
+  int64_t compiles = 0;   // programs generated and compiled (not found in the in-memory map)
+};
+/// Process-wide counters (realize and the JIT update them).
+JitStats& jit_stats();
+
+/// A JIT over a function of realized input nodes (views of buffers) returning output nodes.
+class GraphJit {
+ public:
+  using Fn = std::function<std::vector<UOp>(const std::vector<UOp>& inputs, const VarVals& vars)>;
+  explicit GraphJit(Fn fn, std::string name = "jit");
+  /// Calls the function (eagerly, capturing, or by replay); returns realized outputs.
+  std::vector<UOp> operator()(const std::vector<UOp>& inputs, const VarVals& vars = {});
+  int64_t calls() const { return calls_; }
+  /// Number of kernels captured (0 before the capture call).
+  size_t captured_kernels() const { return captured_.size(); }
+
+ private:
+  Fn fn_;
+  std::string name_;
+  int64_t calls_ = 0;
+  std::vector<ExecItem> captured_;
+  std::vector<UOp> captured_inputs_;  // BUFFER nodes of the capture call's inputs
+  std::vector<std::pair<Shape, DType>> signature_;
+  std::vector<UOp> outputs_;
+};
+
+}  // namespace ugrad

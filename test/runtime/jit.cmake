@@ -1,0 +1,3 @@
+ugrad_test(test_jit
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_jit.cpp
+  DEPS ugrad_runtime)

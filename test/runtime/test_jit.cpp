@@ -1,0 +1,148 @@
+// The JIT at the graph level: capture once, replay with swapped inputs and rebound variables.
+// Each known capture/replay pitfall is a test here.
+#include <doctest/doctest.h>
+
+#include <random>
+
+#include "runtime/jit.h"
+#include "runtime/program_cache.h"
+#include "runtime/realize.h"
+#include "test/graph_helpers.h"
+#include "uop/error.h"
+
+using namespace ugrad;
+using namespace ugrad::test;
+
+namespace {
+
+const UOp kT = UOp::variable("T", 1, 32);
+const UOp kStart = UOp::variable("start_pos", 0, 31);
+
+// A (T, 8) input whose buffer holds 32 rows: the view shrinks it to the bound length.
+UOp symbolic_input(const std::vector<float>& rows32x8) {
+  UOp b = new_buffer("CPU", dtypes::float32, 32 * 8);
+  copy_in(b, std::as_bytes(std::span(rows32x8)));
+  return buffer_view(b, Shape{kT, dim(8)});
+}
+
+std::vector<float> read(const UOp& realized, size_t n) {
+  UOp b = realized_buffer(realized);
+  std::vector<float> out(b.arg_as<BufferArg>().size);
+  copy_out(b, std::as_writable_bytes(std::span(out)));
+  out.resize(n);
+  return out;
+}
+
+std::vector<float> random_vec(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+// out[t] = sum_j x[t, j] * 2 + sum of cache[0 : start_pos + T] (a read of symbolic length)
+std::vector<UOp> body(const std::vector<UOp>& in, const VarVals&) {
+  UOp x = in[0], cache = in[1];
+  UOp rows =
+      reduce(x * UOp::make(Op::EXPAND, x.dtype(),
+                           {mop(Op::RESHAPE, UOp::cnst(dtypes::float32, 2), {1, 1}), kT, dim(8)}),
+             Op::ADD, {1});  // (T, 1)
+  UOp window = UOp::make(Op::SHRINK, cache.dtype(), {cache, dim(0), kStart + kT});
+  UOp total = reduce(window, Op::ADD, {0});  // (1,)
+  UOp total2 = UOp::make(Op::EXPAND, x.dtype(), {mop(Op::RESHAPE, total, {1, 1}), kT, dim(1)});
+  return {rows + total2};
+}
+
+std::vector<float> expected(const std::vector<float>& x, const std::vector<float>& cache, int64_t t,
+                            int64_t start) {
+  double total = 0;
+  for (int64_t i = 0; i < start + t; ++i) total += cache[i];
+  std::vector<float> out;
+  for (int64_t r = 0; r < t; ++r) {
+    double s = 0;
+    for (int j = 0; j < 8; ++j) s += x[r * 8 + j] * 2.0;
+    out.push_back(static_cast<float>(s + total));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("every T and several start_pos through one capture, no compile or schedule on replay") {
+  ProgramCache::instance();
+  GraphJit jit(body, "test_jit");
+  auto cache_data = random_vec(64, 1);
+  UOp cache = new_buffer("CPU", dtypes::float32, 64);
+  copy_in(cache, std::as_bytes(std::span(cache_data)));
+  UOp cache_view = buffer_view(cache, make_shape({64}));
+  int64_t call = 0;
+  for (int64_t start : {0, 5, 31})
+    for (int64_t t = 1; t <= 32; ++t) {
+      if (start + t > 63) continue;
+      auto x = random_vec(32 * 8, static_cast<uint32_t>(100 + call));
+      UOp in = symbolic_input(x);
+      JitStats before = jit_stats();
+      std::vector<UOp> out = jit({in, cache_view}, {{"T", t}, {"start_pos", start}});
+      JitStats after = jit_stats();
+      if (call >= 2) {
+        CHECK(after.schedules == before.schedules);
+        CHECK(after.compiles == before.compiles);
+      }
+      std::vector<float> got = read(out[0], static_cast<size_t>(t));
+      std::vector<float> want = expected(x, cache_data, t, start);
+      for (int64_t r = 0; r < t; ++r) CHECK(got[r] == doctest::Approx(want[r]).epsilon(1e-5));
+      ++call;
+    }
+  CHECK(jit.captured_kernels() >= 1);
+}
+
+TEST_CASE("pitfall: an input of another shape or dtype than captured is an error") {
+  GraphJit jit(
+      [](const std::vector<UOp>& in, const VarVals&) { return std::vector<UOp>{in[0] + in[0]}; });
+  UOp a = input({4}), b = input({5}), c = input({4}, dtypes::int32);
+  jit({a});
+  jit({a});
+  jit({a});
+  CHECK_THROWS_WITH_AS(jit({b}), doctest::Contains("captured float32 (4,)"), Error);
+  CHECK_THROWS_WITH_AS(jit({c}), doctest::Contains("input 0 is int32"), Error);
+}
+
+TEST_CASE("pitfall: reading a value during capture is an error, not a silent stale read") {
+  GraphJit jit([](const std::vector<UOp>& in, const VarVals&) {
+    UOp r = realize(std::vector<UOp>{in[0] + in[0]})[0];
+    std::vector<float> host(4);
+    copy_out(realized_buffer(r), std::as_writable_bytes(std::span(host)));
+    return std::vector<UOp>{r};
+  });
+  UOp a = input({4});
+  jit({a});
+  CHECK_THROWS_WITH_AS(jit({a}), doctest::Contains("while a JIT is capturing"), Error);
+}
+
+TEST_CASE("pitfall: nested JITs are an error") {
+  GraphJit inner(
+      [](const std::vector<UOp>& in, const VarVals&) { return std::vector<UOp>{in[0] * in[0]}; });
+  GraphJit outer([&](const std::vector<UOp>& in, const VarVals& v) { return inner(in, v); });
+  UOp a = input({4});
+  outer({a});
+  CHECK_THROWS_WITH_AS(outer({a}), doctest::Contains("nested"), Error);
+}
+
+TEST_CASE("pitfall: replay outputs alias the captured buffers; a changed input changes them") {
+  GraphJit jit(
+      [](const std::vector<UOp>& in, const VarVals&) { return std::vector<UOp>{in[0] + in[0]}; });
+  std::vector<float> one{1, 1, 1, 1}, two{2, 2, 2, 2};
+  auto make = [](const std::vector<float>& v) {
+    UOp b = new_buffer("CPU", dtypes::float32, 4);
+    copy_in(b, std::as_bytes(std::span(v)));
+    return buffer_view(b, make_shape({4}));
+  };
+  jit({make(one)});
+  jit({make(one)});
+  UOp out3 = jit({make(one)})[0];
+  CHECK(read(out3, 4) == std::vector<float>{2, 2, 2, 2});
+  UOp out4 = jit({make(two)})[0];
+  CHECK(out3 == out4);  // the same buffer, overwritten
+  CHECK(read(out4, 4) == std::vector<float>{4, 4, 4, 4});
+}
