@@ -8,8 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "runtime/amd_compile.h"
+#include "runtime/amd_kernargs.h"
 #include "runtime/hip_api.h"
 #include "runtime/hip_device.h"
+#include "test/runtime/test_llvm_kernels.h"
 #include "uop/env.h"
 #include "uop/error.h"
 
@@ -76,5 +79,74 @@ TEST_SUITE("hip_loader") {
     CHECK(amd_arch_base_name(gcn_arch_name_in_properties(props)) == "gfx1100");
     std::vector<unsigned char> none(512, 0);
     CHECK(gcn_arch_name_in_properties(none).empty());
+  }
+
+  TEST_CASE("launch sequence against a fake HIP library") {
+    ScopedKnob lib(Knob::HIP_LIB, UGRAD_FAKE_HIP_LIB);
+    auto device = HipDevice::open();
+    CHECK(device->info().name == "Fake Radeon RX 7900 XTX");
+    CHECK(device->info().gcn_arch_name == "gfx1100");
+    CHECK(device->info().compute_units == 96);
+    CHECK(device->info().warp_size == 32);
+    CHECK(device->target().arch == "gfx1100");
+
+    // Memory round trip (the fake's device memory is host memory).
+    std::vector<float> host = {1, 2, 3, 4}, back(4);
+    void* a = device->allocate(host.size() * sizeof(float));
+    void* out = device->allocate(host.size() * sizeof(float));
+    device->copy_to_device(a, host.data(), host.size() * sizeof(float));
+    device->copy_to_host(back.data(), a, back.size() * sizeof(float));
+    CHECK(back == host);
+
+    // Compile for the device's target, load, pack and launch on a stream between two events.
+    AmdBinary bin = amd_compile(device->target(), test_kernels::kAmdScale, "E_scale");
+    auto module = device->load_module(bin.code_object);
+    hip::hipFunction_t f = module->function("E_scale");
+    const AmdKernelInfo& k = bin.info.kernel("E_scale");
+    std::vector<uint64_t> buffers = {reinterpret_cast<uint64_t>(out),
+                                     reinterpret_cast<uint64_t>(a)};
+    std::vector<uint64_t> scalars = {static_cast<uint64_t>(int64_t{-2}), 4};
+    std::vector<uint8_t> kernargs = pack_kernargs(k, buffers, scalars);
+    auto stream = device->create_stream();
+    auto start = device->create_event(), stop = device->create_event();
+    start->record(stream.get());
+    device->launch(f, {4, 1, 1}, {256, 1, 1}, kernargs, stream.get());
+    stop->record(stream.get());
+    stop->synchronize();
+    stream->synchronize();
+    CHECK(HipEvent::elapsed_ms(*start, *stop) == doctest::Approx(1.25));
+
+    void* fake = dlopen(UGRAD_FAKE_HIP_LIB, RTLD_NOW | RTLD_NOLOAD);
+    REQUIRE(fake != nullptr);
+    auto last_kernel = reinterpret_cast<const char* (*)()>(dlsym(fake, "fake_hip_last_kernel"));
+    auto last_grid = reinterpret_cast<const unsigned* (*)()>(dlsym(fake, "fake_hip_last_grid"));
+    auto last_block = reinterpret_cast<const unsigned* (*)()>(dlsym(fake, "fake_hip_last_block"));
+    auto last_args =
+        reinterpret_cast<const unsigned char* (*)(size_t*)>(dlsym(fake, "fake_hip_last_kernargs"));
+    CHECK(std::string(last_kernel()) == "E_scale");
+    CHECK(last_grid()[0] == 4);
+    CHECK(last_grid()[1] == 1);
+    CHECK(last_block()[0] == 256);
+    size_t size = 0;
+    const unsigned char* seen = last_args(&size);
+    REQUIRE(size == k.kernarg_size);
+    CHECK(std::vector<uint8_t>(seen, seen + size) == kernargs);
+    uint64_t out_seen;
+    std::memcpy(&out_seen, seen + k.explicit_args()[0]->offset, 8);
+    CHECK(out_seen == reinterpret_cast<uint64_t>(out));
+    int32_t k_seen;
+    std::memcpy(&k_seen, seen + k.explicit_args()[2]->offset, 4);
+    CHECK(k_seen == -2);
+    dlclose(fake);
+
+    // HIP failures are Errors naming the call, the code and its name.
+    std::string oom = error_of([&] { device->allocate(size_t{2} << 40); });
+    CHECK(oom.find("hipMalloc") != std::string::npos);
+    CHECK(oom.find("hipErrorOutOfMemory (2)") != std::string::npos);
+    CHECK(error_of([&] { module->function("missing_kernel"); }).find("missing_kernel") !=
+          std::string::npos);
+    CHECK_THROWS_AS(device->launch(f, {0, 1, 1}, {256, 1, 1}, kernargs), Error);
+    device->release(a);
+    device->release(out);
   }
 }
