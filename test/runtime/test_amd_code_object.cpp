@@ -260,6 +260,28 @@ TEST_SUITE("amd_code_object") {
           std::string::npos);
   }
 
+  TEST_CASE("two kernels in one code object") {
+    const char* two = R"(
+define amdgpu_kernel void @K1(ptr addrspace(1) %p) {
+  store i32 1, ptr addrspace(1) %p
+  ret void
+}
+define amdgpu_kernel void @K2(ptr addrspace(1) %p, i32 %v) {
+  store i32 %v, ptr addrspace(1) %p
+  ret void
+})";
+    AmdBinary bin = amd_compile(amdgpu_target("gfx1100"), two, "two");
+    REQUIRE(bin.info.kernels.size() == 2);
+    CHECK(bin.info.kernel("K1").explicit_args().size() == 1);
+    CHECK(bin.info.kernel("K2").explicit_args().size() == 2);
+    CHECK(bin.info.kernel("K1").descriptor_address != bin.info.kernel("K2").descriptor_address);
+    std::string isa = disassemble_amdgpu(bin.code_object);
+    CHECK(isa.find("K1:") != std::string::npos);
+    CHECK(isa.find("K2:") != std::string::npos);
+    std::string e = error_of([&] { bin.info.kernel("K3"); });
+    CHECK(e.find("K1, K2") != std::string::npos);
+  }
+
   TEST_CASE("a kernel without explicit arguments packs to an empty buffer") {
     const char* no_args = R"(
 define amdgpu_kernel void @K() {
