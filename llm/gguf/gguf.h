@@ -91,8 +91,8 @@ class GgufFile {
   std::string_view get_string(std::string_view key) const;
   /// ARRAY value of any element type.
   const GgufArray& get_array(std::string_view key) const;
-  /// Array of STRING.
-  std::vector<std::string_view> get_array_strings(std::string_view key) const;
+  /// Array of STRING (views into the file; no copy).
+  std::span<const std::string_view> get_array_strings(std::string_view key) const;
   /// Array of any integer type, each element range-checked into int32.
   std::vector<int32_t> get_array_i32(std::string_view key) const;
   /// Array of any integer type, each element range-checked into uint32.

@@ -142,7 +142,7 @@ const GgufArray& GgufFile::get_array(std::string_view key) const {
   return v.as<GgufArray>();
 }
 
-std::vector<std::string_view> GgufFile::get_array_strings(std::string_view key) const {
+std::span<const std::string_view> GgufFile::get_array_strings(std::string_view key) const {
   const GgufArray& a = get_array(key);
   if (a.elem_type != GgufType::STRING)
     fail("gguf: metadata key '{}' is an ARRAY of {}, expected an ARRAY of STRING", key,

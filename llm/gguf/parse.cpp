@@ -58,6 +58,30 @@ class Reader {
     return s;
   }
 
+  // `count` strings back to back (count already bounded by the bytes left). A tight loop: the
+  // vocabulary and merges arrays hold ~300k strings and dominate open time.
+  void read_strings(uint64_t count, std::vector<std::string_view>& out) {
+    out.resize(count);
+    const uint8_t* p = bytes_.data() + pos_;
+    const uint8_t* end = bytes_.data() + bytes_.size();
+    for (uint64_t i = 0; i < count; ++i) {
+      if (end - p < 8) {
+        pos_ = p - bytes_.data();
+        need(8, "array string");  // throws
+      }
+      uint64_t len = gguf_load_le<uint64_t>(p);
+      p += 8;
+      if (len > static_cast<uint64_t>(end - p)) {
+        pos_ = p - bytes_.data();
+        error("{}{}array string {} has length {} but only {} bytes remain at byte {}", context_,
+              context_.empty() ? "" : ", ", i, len, end - p, pos_);
+      }
+      out[i] = {reinterpret_cast<const char*>(p), len};
+      p += len;
+    }
+    pos_ = p - bytes_.data();
+  }
+
   std::string_view read_string(std::string_view what) {
     auto len = read<uint64_t>(what);
     if (len > remaining())
@@ -97,8 +121,7 @@ GgufArray read_array(Reader& r, std::string_view key, uint32_t depth) {
         "bytes remain at byte {}",
         key, a.count, gguf_type_name(a.elem_type), min_elem, r.remaining(), r.pos());
   if (a.elem_type == GgufType::STRING) {
-    a.strings.reserve(a.count);
-    for (uint64_t i = 0; i < a.count; ++i) a.strings.push_back(r.read_string("array string"));
+    r.read_strings(a.count, a.strings);
   } else if (a.elem_type == GgufType::ARRAY) {
     a.arrays.reserve(a.count);
     for (uint64_t i = 0; i < a.count; ++i) a.arrays.emplace_back(read_array(r, key, depth + 1));
