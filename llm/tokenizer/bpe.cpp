@@ -40,8 +40,6 @@ std::optional<uint8_t> parse_byte_token(std::string_view text) {
   return static_cast<uint8_t>(value);
 }
 
-}  // namespace
-
 // One BPE symbol of the word being merged: a doubly linked list over the word's bytes.
 struct Symbol {
   TokenId id;  // -1 once merged into its left neighbour
@@ -58,6 +56,8 @@ struct Candidate {
     return rank != o.rank ? rank > o.rank : left > o.left;
   }
 };
+
+}  // namespace
 
 struct BpeTokenizer::Scratch {
   std::mutex mutex;

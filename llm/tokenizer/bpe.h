@@ -1,6 +1,7 @@
 // Byte-level BPE tokenizer (GPT-2 style, as llama.cpp's LLAMA_VOCAB_TYPE_BPE): special tokens are
 // split out first (longest match), the rest is pre-tokenized by regex, each piece is mapped to the
-// byte-level alphabet and merged pair by pair in merge-rank order.
+// byte-level alphabet and merged pair by pair in merge-rank order. A cache maps recent words to
+// their ids. encode() may be called from several threads; calls are serialised by a lock.
 #pragma once
 #include <array>
 #include <cstdint>
