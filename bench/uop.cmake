@@ -1,0 +1,3 @@
+ugrad_bench(bench_rewrite
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/bench_rewrite.cpp
+  DEPS ugrad_uop)
