@@ -124,3 +124,29 @@ TEST_CASE("gguf split: a missing or wrong shard is an error naming the file") {
   CHECK_THROWS_WITH_AS(GgufFile::open(dir.file("renamed.gguf")),
                        doctest::Contains("does not follow the shard pattern"), Error);
 }
+
+TEST_CASE("gguf split: shard contents must agree with the first shard's split keys") {
+  ScratchDir dir;
+  std::vector<std::vector<uint8_t>> datas;
+  auto paths = five_tensors(datas).write_split(dir.file("m"), {.max_tensors = 3});
+  REQUIRE(paths.size() == 2);
+  // A second shard that says the right split keys but holds no tensors.
+  GgufWriter empty;
+  empty.set_scalar<uint16_t>("split.no", 1);
+  empty.set_scalar<uint16_t>("split.count", 2);
+  empty.write(paths[1]);
+  CHECK_THROWS_WITH_AS(GgufFile::open(paths[0]),
+                       doctest::Contains("'split.tensors.count' is 5 but the 2 shards hold 3"),
+                       Error);
+  // A second shard repeating a tensor of the first.
+  GgufWriter dup;
+  dup.set_scalar<uint16_t>("split.no", 1);
+  dup.set_scalar<uint16_t>("split.count", 2);
+  dup.add_tensor_ref("blk.0.ffn_up.weight", {32, 1}, GgmlType::Q8_0, datas[0]);
+  dup.add_tensor_ref("x", {32, 1}, GgmlType::Q8_0, datas[0]);
+  dup.write(paths[1]);
+  CHECK_THROWS_WITH_AS(GgufFile::open(paths[0]),
+                       doctest::Contains("tensor 'blk.0.ffn_up.weight' appears in more than one "
+                                         "shard"),
+                       Error);
+}
