@@ -3,8 +3,11 @@
 
 #include <algorithm>
 
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <random>
+#include <sstream>
 
 #include "llm/tokenizer/byte_unicode.h"
 #include "llm/tokenizer/utf8.h"
@@ -73,6 +76,34 @@ TEST_SUITE("tokenizer") {
   TEST_CASE("qwen3: llama.cpp's documented vector (ref 9.2)") {
     const BpeTokenizer& tok = test::qwen3_tokenizer();
     CHECK(tok.encode("Hello world, I am") == std::vector<TokenId>{9707, 1879, 11, 358, 1079});
+  }
+
+  TEST_CASE("qwen3: llama.cpp's ggml-vocab-qwen2 test vectors") {
+    // A second oracle besides the JS tokenizer: llama.cpp's own expected ids (llama_cpp/README.md).
+    const std::string dir = std::string(UGRAD_SOURCE_DIR) + "/test/llm/tokenizer/llama_cpp/";
+    std::ifstream inp(dir + "ggml-vocab-qwen2.gguf.inp", std::ios::binary);
+    std::ifstream out(dir + "ggml-vocab-qwen2.gguf.out");
+    REQUIRE(inp);
+    REQUIRE(out);
+    const std::string all{std::istreambuf_iterator<char>(inp), {}};
+    constexpr std::string_view kSeparator = "\n__ggml_vocab_test__\n";
+    const BpeTokenizer& tok = test::qwen3_tokenizer();
+    size_t n_cases = 0;
+    for (size_t pos = 0; pos < all.size();) {
+      const size_t end = all.find(kSeparator, pos);
+      REQUIRE(end != std::string::npos);
+      const std::string text = all.substr(pos, end - pos);
+      pos = end + kSeparator.size();
+      std::string line;
+      REQUIRE(std::getline(out, line));
+      std::vector<TokenId> expected;
+      std::istringstream ids(line);
+      for (TokenId id; ids >> id;) expected.push_back(id);
+      INFO("case ", n_cases, ": '", printable(text), "'");
+      CHECK(tok.encode(text, /*allow_special=*/false) == expected);
+      ++n_cases;
+    }
+    CHECK(n_cases == 46);
   }
 
   TEST_CASE("qwen3: merge order equals a naive lowest-rank-first BPE on random text") {
