@@ -21,6 +21,9 @@ stamp "ASan+UBSan tests"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE slow
 
+stamp "GGUF reader fuzzing (bounded)"
+FUZZ_GGUF_DIR="$root/build/fuzz-gguf" bash scripts/fuzz_gguf.sh "${UGRAD_FUZZ_SECONDS:-60}"
+
 stamp "install + consumer project"
 rm -rf build/install build/consumer
 cmake --install build --prefix build/install >/dev/null
