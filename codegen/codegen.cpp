@@ -125,7 +125,7 @@ KernelSource codegen(const UOp& ast, const CodegenTarget& target, const CodegenO
   ks.entry = ks.name;
   if (debug >= 3) fmt::print("codegen {}: opts [{}]\n", ks.name, ks.opts_desc);
   if (debug >= 5) fmt::print("{}", k.print_graph());
-  k = expand_ranges(k);
+  k = expand_ranges(k, !target.is_gpu);
   k = lower_reduces(k);
   k = decompose(k, target);
   std::vector<UOp> program = linearize(k, ks.cpu_threads > 1);

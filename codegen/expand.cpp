@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "codegen/affine.h"
 #include "codegen/opt.h"
 
 namespace ugrad {
@@ -63,14 +64,31 @@ UOp expand_upcast(const UOp& ast, const UOp& r) {
   return ast.replace_src(std::move(stores));
 }
 
+// A vector axis: a power-of-two upcast along which every store that depends on it is contiguous.
+bool vectorizable(const UOp& ast, const UOp& r) {
+  const int64_t n = r.src(0).const_int();
+  if (n < 2 || n > kMaxVectorLanes || (n & (n - 1)) != 0) return false;
+  for (const UOp& s : ast.src())
+    if (depends_on(s, r) && affine_coefficient(s.src(0).src(1), r) != 1) return false;
+  return true;
+}
+
 }  // namespace
 
-UOp expand_ranges(const UOp& ast) {
+UOp expand_ranges(const UOp& ast, bool vectorize) {
   UOp out = ast;
   for (const UOp& r : kernel_ranges(ast))
     if (r.arg_as<RangeArg>().type == AxisType::Unroll) out = expand_unroll(out, r);
+  std::vector<UOp> upcasts;
   for (const UOp& r : kernel_ranges(out))
-    if (r.arg_as<RangeArg>().type == AxisType::Upcast) out = expand_upcast(out, r);
+    if (r.arg_as<RangeArg>().type == AxisType::Upcast) upcasts.push_back(r);
+  // The innermost vectorizable upcast stays (vector lanes); the others become copies.
+  UOp vector_axis;
+  if (vectorize)
+    for (auto it = upcasts.rbegin(); it != upcasts.rend() && !vector_axis; ++it)
+      if (vectorizable(out, *it)) vector_axis = *it;
+  for (const UOp& r : upcasts)
+    if (!(r == vector_axis)) out = expand_upcast(out, r);
   return out;
 }
 

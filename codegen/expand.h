@@ -1,12 +1,18 @@
 // The expander: UPCAST and UNROLL ranges become copies of the code with the range replaced by each
 // of its constant values. An upcast store becomes n stores (LLVM's SLP vectorizer turns adjacent
 // ones into vector stores); an unrolled REDUCE sums its n copies inside one loop iteration.
+// One upcast along which the stores are contiguous may instead stay: the renderer gives every
+// value that depends on it that many vector lanes (loads and stores become vector accesses).
 #pragma once
 #include "uop/uop.h"
 
 namespace ugrad {
 
-/// `ast` with every Upcast and Unroll range expanded away.
-UOp expand_ranges(const UOp& ast);
+/// Most lanes of a vector axis.
+inline constexpr int64_t kMaxVectorLanes = 64;
+
+/// `ast` with every Unroll range and every Upcast range but at most one (the vector axis, when
+/// `vectorize`) expanded away.
+UOp expand_ranges(const UOp& ast, bool vectorize);
 
 }  // namespace ugrad

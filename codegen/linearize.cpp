@@ -83,7 +83,7 @@ class Linearizer {
       emit_loop(n);
     } else {
       for (const UOp& s : n.src())
-        if (s.op() == Op::RANGE && !done(s))
+        if (s.op() == Op::RANGE && !done(s) && s.arg_as<RangeArg>().type != AxisType::Upcast)
           internal_error("linearize: {} uses axis {} outside its loop", op_name(n.op()),
                          s.arg_as<RangeArg>().axis);
       out_.push_back(n);

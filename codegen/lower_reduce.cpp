@@ -63,7 +63,11 @@ UOp lower_innermost(const UOp& ast, int64_t& next_acc) {
     std::vector<UOp> accs, updates;
     for (const UOp& red : g.members) {
       const DType dt = red.dtype();
-      UOp acc = UOp::make(Op::DEFINE_REG, dt.ptr(AddrSpace::Reg), {}, next_acc++);
+      // An accumulator of a value with vector lanes is a vector.
+      uint16_t lanes = 1;
+      for (const UOp& r : g.outer)
+        if (r.arg_as<RangeArg>().type == AxisType::Upcast) lanes = uint16_t(r.src(0).const_int());
+      UOp acc = UOp::make(Op::DEFINE_REG, dt.vec(lanes).ptr(AddrSpace::Reg), {}, next_acc++);
       // The accumulator is reset inside the outer loops: AFTER ties it to them.
       std::vector<UOp> after_src{acc};
       after_src.insert(after_src.end(), g.outer.begin(), g.outer.end());
@@ -108,11 +112,13 @@ UOp lower_reduces(const UOp& ast) {
     if (!any) break;
     out = lower_innermost(out, next_acc);
   }
-  // Every store is closed by an END over its output loops.
+  // Every store is closed by an END over its output loops (a vector axis is not a loop).
   RangeMap open = open_ranges(out);
   std::vector<UOp> stores;
   for (const UOp& s : out.src()) {
-    const std::vector<UOp>& loops = open.at(s);
+    std::vector<UOp> loops = open.at(s);
+    std::erase_if(loops,
+                  [](const UOp& r) { return r.arg_as<RangeArg>().type == AxisType::Upcast; });
     if (loops.empty()) {
       stores.push_back(s);
       continue;

@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <bit>
+#include <map>
 #include <set>
 #include <unordered_map>
 
+#include "codegen/affine.h"
 #include "codegen/linearize.h"
 #include "uop/error.h"
 #include "uop/float16.h"
@@ -58,6 +60,11 @@ std::string intrinsic_suffix(DType t) {
       internal_error("render_llvm: no float intrinsic for {}", to_string(t));
   }
 }
+// Overload suffix of a memory element type: f32, bf16, i8 (bool), ...
+std::string mem_suffix(DType t) {
+  if (is_float(t)) return t.scalar == Scalar::BFloat16 ? "bf16" : intrinsic_suffix(t);
+  return mtype(t).substr(0);
+}
 bool is_signed(DType t) { return !is_unsigned(t) && !is_bool(t); }
 int bits(DType t) { return t.scalar == Scalar::Bool ? 1 : int(itemsize(t.base()) * 8); }
 
@@ -93,6 +100,7 @@ class Renderer {
   }
 
   std::string render(const std::vector<UOp>& program, const std::string& name) {
+    find_vector_axis(program);
     for (const UOp& u : program) line(u);
     std::string params;
     for (const UOp& b : sig_.buffers)
@@ -146,6 +154,52 @@ class Renderer {
                : "ptr";
   }
   std::string fresh() { return fmt::format("%v{}", next_++); }
+
+  // ---- vector lanes: values that depend on the vector axis (an unexpanded Upcast range) are
+  // <lanes x T>; scalars meeting them are broadcast.
+  void find_vector_axis(const std::vector<UOp>& program) {
+    for (const UOp& u : program)
+      for (const UOp& s : u.src())
+        if (s.op() == Op::RANGE && s.arg_as<RangeArg>().type == AxisType::Upcast) {
+          lanes_ = s.src(0).const_int();
+          std::string lits;
+          for (int64_t i = 0; i < lanes_; ++i) lits += fmt::format("{}i64 {}", i ? ", " : "", i);
+          names_[s] = "<" + lits + ">";
+          vec_[s] = true;
+        }
+  }
+  bool is_vec(const UOp& u) const {
+    auto it = vec_.find(u);
+    return it != vec_.end() && it->second;
+  }
+  std::string vt(DType t, bool v) const {
+    return v ? fmt::format("<{} x {}>", lanes_, ltype(t.base())) : ltype(t.base());
+  }
+  std::string vmt(DType t, bool v) const {
+    return v ? fmt::format("<{} x {}>", lanes_, mtype(t.base())) : mtype(t.base());
+  }
+  // `u` as a vector (broadcast when scalar) or as is.
+  std::string val(const UOp& u, bool want_vec) {
+    const std::string& x = name(u);
+    if (!want_vec || is_vec(u)) return x;
+    auto key = std::make_pair(u, block_);
+    if (auto it = splats_.find(key); it != splats_.end()) return it->second;
+    const std::string ty = ltype(u.dtype().base());
+    std::string ins = fresh(), v = fresh();
+    emit("{} = insertelement <{} x {}> poison, {} {}, i64 0", ins, lanes_, ty, ty, x);
+    emit("{} = shufflevector <{} x {}> {}, <{} x {}> poison, <{} x i32> zeroinitializer", v, lanes_,
+         ty, ins, lanes_, ty, lanes_);
+    splats_[key] = v;
+    return v;
+  }
+  std::string all_true() const {
+    std::string s;
+    for (int64_t i = 0; i < lanes_; ++i) s += fmt::format("{}i1 true", i ? ", " : "");
+    return "<" + s + ">";
+  }
+  std::string zero(DType t, bool v) const {
+    return v ? "zeroinitializer" : const_literal(UOp::cnst_int(t.base(), 0));
+  }
   const std::string& name(const UOp& u) {
     if (u.op() == Op::CONST && !names_.count(u)) names_[u] = const_literal(u);
     auto it = names_.find(u);
@@ -153,7 +207,6 @@ class Renderer {
       internal_error("render_llvm: {} used before it is defined", op_name(u.op()));
     return it->second;
   }
-  std::string typed(const UOp& u) { return ltype(u.dtype()) + " " + name(u); }
   template <typename... Args>
   void emit(fmt::format_string<Args...> f, Args&&... args) {
     body_ += "  " + fmt::format(f, std::forward<Args>(args)...) + "\n";
@@ -162,18 +215,20 @@ class Renderer {
     body_ += l + ":\n";
     block_ = l;
   }
-  std::string call_intrinsic(const std::string& fn, DType t, const std::string& flags,
+  std::string call_intrinsic(const std::string& fn, DType t, bool v, const std::string& flags,
                              const std::vector<std::string>& args) {
-    const std::string full = fmt::format("llvm.{}.{}", fn, intrinsic_suffix(t));
+    const std::string suffix =
+        v ? fmt::format("v{}{}", lanes_, intrinsic_suffix(t)) : intrinsic_suffix(t);
+    const std::string full = fmt::format("llvm.{}.{}", fn, suffix), ty = vt(t, v);
     std::string params, vals;
     for (const std::string& a : args) {
-      params += (params.empty() ? "" : ", ") + ltype(t);
-      vals += (vals.empty() ? "" : ", ") + ltype(t) + " " + a;
+      params += (params.empty() ? "" : ", ") + ty;
+      vals += (vals.empty() ? "" : ", ") + ty + " " + a;
     }
-    declares_.insert(fmt::format("declare {} @{}({})", ltype(t), full, params));
-    std::string v = fresh();
-    emit("{} = call {}{} @{}({})", v, flags, ltype(t), full, vals);
-    return v;
+    declares_.insert(fmt::format("declare {} @{}({})", ty, full, params));
+    std::string r = fresh();
+    emit("{} = call {}{} @{}({})", r, flags, ty, full, vals);
+    return r;
   }
 
   // True when `u` combines an accumulator's value: reassociation lets LLVM vectorize the loop.
@@ -194,7 +249,11 @@ class Renderer {
       case Op::DEFINE_REG: {
         if (names_.count(u)) return;  // placed again in a later scope: one alloca serves all
         std::string v = fmt::format("%acc{}", u.arg_as<int64_t>());
-        allocas_ += fmt::format("  {} = alloca {}\n", v, mtype(u.dtype().base()));
+        vec_[u] = u.dtype().count > 1;
+        allocas_ +=
+            fmt::format("  {} = alloca {}\n", v,
+                        vec_[u] ? fmt::format("<{} x {}>", u.dtype().count, mtype(u.dtype().base()))
+                                : mtype(u.dtype().base()));
         names_[u] = v;
         return;
       }
@@ -228,8 +287,10 @@ class Renderer {
       case Op::CAST:
         return cast(u);
       case Op::BITCAST: {
+        const bool v = vec_[u] = is_vec(u.src(0));
         names_[u] = fresh();
-        emit("{} = bitcast {} to {}", names_[u], typed(u.src(0)), ltype(u.dtype()));
+        emit("{} = bitcast {} {} to {}", names_[u], vt(u.src(0).dtype(), v), name(u.src(0)),
+             vt(u.dtype(), v));
         return;
       }
       default:
@@ -278,53 +339,117 @@ class Renderer {
     names_.erase(r);
   }
 
+  // How an INDEX is accessed: one element, `lanes_` contiguous elements, or a gather/scatter of
+  // `lanes_` pointers.
+  enum class Access { Scalar, Contiguous, Gather };
+
   void index(const UOp& u) {
     UOp base = u.src(0);
     while (base.op() == Op::AFTER) base = base.src(0);
-    if (base.op() == Op::DEFINE_REG) {
-      names_[u] = name(base);  // accumulators hold one element
+    if (base.op() == Op::DEFINE_REG) {  // accumulators hold one element (or one vector)
+      names_[u] = name(base);
+      vec_[u] = is_vec(base);
+      access_[u] = vec_[u] ? Access::Contiguous : Access::Scalar;
       return;
     }
-    std::string idx = name(u.src(1));
-    const std::string it = ltype(u.src(1).dtype());
-    if (u.src().size() > 2) {  // gated: index 0 is always in bounds, so the load is safe
-      std::string s = fresh();
-      emit("{} = select i1 {}, {} {}, {} 0", s, name(u.src(2)), it, idx, it);
-      idx = s;
-    }
+    const UOp& i = u.src(1);
+    const bool gated = u.src().size() > 2;
+    const bool v = vec_[u] = is_vec(i) || (gated && is_vec(u.src(2)));
+    const std::string it = ltype(i.dtype());
+    const std::string et = mtype(base.dtype().base());
     names_[u] = fresh();
-    emit("{} = getelementptr inbounds {}, {} {}, {} {}", names_[u], mtype(base.dtype().base()),
-         ptr_type(), name(base), it, idx);
+    if (!v) {
+      std::string idx = name(i);
+      if (gated) {  // index 0 is always in bounds, so the load is safe
+        std::string sel = fresh();
+        emit("{} = select i1 {}, {} {}, {} 0", sel, name(u.src(2)), it, idx, it);
+        idx = sel;
+      }
+      access_[u] = Access::Scalar;
+      emit("{} = getelementptr inbounds {}, {} {}, {} {}", names_[u], et, ptr_type(), name(base),
+           it, idx);
+      return;
+    }
+    UOp axis;
+    for (const auto& [r, isv] : vec_)
+      if (isv && r.op() == Op::RANGE) axis = r;
+    if (!gated && affine_coefficient(i, axis) == 1) {
+      // Lane 0's address; the access covers the next lanes_ elements.
+      std::string first = fresh();
+      emit("{} = extractelement <{} x {}> {}, i64 0", first, lanes_, it, name(i));
+      access_[u] = Access::Contiguous;
+      emit("{} = getelementptr inbounds {}, {} {}, {} {}", names_[u], et, ptr_type(), name(base),
+           it, first);
+      return;
+    }
+    access_[u] = Access::Gather;
+    emit("{} = getelementptr inbounds {}, {} {}, <{} x {}> {}", names_[u], et, ptr_type(),
+         name(base), lanes_, it, val(i, true));
+  }
+
+  std::string ptr_vec_type() const { return fmt::format("<{} x {}>", lanes_, ptr_type()); }
+  std::string ptr_suffix() const {
+    return fmt::format("v{}p{}", lanes_, target_.global_address_space);
+  }
+  std::string mask_of(const UOp& idx) {
+    return idx.src().size() > 2 ? val(idx.src(2), true) : all_true();
   }
 
   void load(const UOp& u) {
     const UOp& idx = u.src(0);
     const DType t = u.dtype();
-    std::string v = fresh();
-    emit("{} = load {}, {} {}", v, mtype(t), idx_ptr_type(idx), name(idx));
+    const bool v = vec_[u] = is_vec(idx);
+    const std::string mt = vmt(t, v);
+    const size_t align = itemsize(t.base());
+    std::string r = fresh();
+    if (access_.at(idx) == Access::Gather) {
+      const std::string fn =
+          fmt::format("llvm.masked.gather.v{}{}.{}", lanes_, mem_suffix(t), ptr_suffix());
+      declares_.insert(fmt::format("declare {} @{}({}, i32, <{} x i1>, {})", mt, fn, ptr_vec_type(),
+                                   lanes_, mt));
+      emit("{} = call {} @{}({} {}, i32 {}, <{} x i1> {}, {} zeroinitializer)", r, mt, fn,
+           ptr_vec_type(), name(idx), align, lanes_, mask_of(idx), mt);
+    } else {
+      emit("{} = load {}, {} {}, align {}", r, mt, idx_ptr_type(idx), name(idx), align);
+    }
     if (is_bool(t)) {
       std::string b = fresh();
-      emit("{} = icmp ne i8 {}, 0", b, v);
-      v = b;
+      emit("{} = icmp ne {} {}, {}", b, mt, r, v ? "zeroinitializer" : "0");
+      r = b;
     }
-    if (idx.src().size() > 2) {
+    if (!v && idx.src().size() > 2) {
       std::string g = fresh();
-      emit("{} = select i1 {}, {} {}, {} {}", g, name(idx.src(2)), ltype(t), v, ltype(t),
-           const_literal(UOp::cnst_int(t, 0)));
-      v = g;
+      emit("{} = select i1 {}, {} {}, {} {}", g, name(idx.src(2)), ltype(t), r, ltype(t),
+           zero(t, false));
+      r = g;
     }
-    names_[u] = v;
+    names_[u] = r;
   }
 
   void store(const UOp& u) {
-    const UOp &idx = u.src(0), &val = u.src(1);
-    std::string v = name(val);
-    if (is_bool(val.dtype())) {
+    const UOp &idx = u.src(0), &value = u.src(1);
+    const bool v = is_vec(idx);
+    if (!v && is_vec(value))
+      internal_error("render_llvm: a vector value stored through a scalar index");
+    std::string x = val(value, v);
+    const DType t = value.dtype();
+    const std::string mt = vmt(t, v);
+    if (is_bool(t)) {
       std::string z = fresh();
-      emit("{} = zext i1 {} to i8", z, v);
-      v = z;
+      emit("{} = zext {} {} to {}", z, vt(t, v), x, mt);
+      x = z;
     }
-    emit("store {} {}, {} {}", mtype(val.dtype()), v, idx_ptr_type(idx), name(idx));
+    const size_t align = itemsize(t.base());
+    if (access_.at(idx) == Access::Gather) {
+      const std::string fn =
+          fmt::format("llvm.masked.scatter.v{}{}.{}", lanes_, mem_suffix(t), ptr_suffix());
+      declares_.insert(
+          fmt::format("declare void @{}({}, {}, i32, <{} x i1>)", fn, mt, ptr_vec_type(), lanes_));
+      emit("call void @{}({} {}, {} {}, i32 {}, <{} x i1> {})", fn, mt, x, ptr_vec_type(),
+           name(idx), align, lanes_, all_true());
+      return;
+    }
+    emit("store {} {}, {} {}, align {}", mt, x, idx_ptr_type(idx), name(idx), align);
   }
 
   std::string idx_ptr_type(const UOp& idx) {
@@ -335,18 +460,18 @@ class Renderer {
 
   void cast(const UOp& u) {
     const DType from = u.src(0).dtype(), to = u.dtype();
+    const bool v = vec_[u] = is_vec(u.src(0));
     const std::string& x = name(u.src(0));
     if (ltype(from) == ltype(to)) {
       names_[u] = x;
       return;
     }
-    std::string v = fresh(), op;
-    names_[u] = v;
+    std::string r = fresh(), op;
+    names_[u] = r;
+    const std::string ft = vt(from, v), tt = vt(to, v);
     if (is_bool(to)) {
-      if (is_float(from))
-        emit("{} = fcmp une {} {}, 0.0", v, ltype(from), x);
-      else
-        emit("{} = icmp ne {} {}, 0", v, ltype(from), x);
+      const std::string z = v ? "zeroinitializer" : is_float(from) ? "0.0" : "0";
+      emit("{} = {} {} {}, {}", r, is_float(from) ? "fcmp une" : "icmp ne", ft, x, z);
       return;
     }
     if (is_float(from) && is_float(to))
@@ -359,22 +484,26 @@ class Renderer {
       op = "trunc";
     else
       op = is_signed(from) ? "sext" : "zext";
-    emit("{} = {} {} {} to {}", v, op, ltype(from), x, ltype(to));
+    emit("{} = {} {} {} to {}", r, op, ft, x, tt);
   }
 
   void alu(const UOp& u) {
     const Op op = u.op();
+    bool v = false;
+    for (const UOp& s : u.src()) v |= is_vec(s);
+    vec_[u] = v;
     const DType t = u.src(0).dtype();
     const bool fl = is_float(t), sg = is_signed(t);
-    const std::string ty = ltype(t);
-    auto a = [&](size_t i) { return name(u.src(i)); };
-    std::string v;
+    const std::string ty = vt(t, v);
+    auto a = [&](size_t i) { return val(u.src(i), v); };
+    std::string r;
     // Index math never overflows: nsw lets LLVM reason about addresses.
     const std::string iflags = t.scalar == Scalar::Index ? " nsw" : "";
     const std::string fflags = is_accumulate(u) ? " reassoc contract" : " contract";
     auto bin = [&](const std::string& inst, const std::string& flags) {
-      v = fresh();
-      emit("{} = {}{} {} {}, {}", v, inst, flags, ty, a(0), a(1));
+      std::string x = a(0), y = a(1);
+      r = fresh();
+      emit("{} = {}{} {} {}, {}", r, inst, flags, ty, x, y);
     };
     switch (op) {
       case Op::ADD:
@@ -421,50 +550,56 @@ class Renderer {
         break;
       case Op::MAX:
         if (fl) {
-          v = call_intrinsic("maxnum", t, is_accumulate(u) ? "reassoc nnan " : "", {a(0), a(1)});
+          r = call_intrinsic("maxnum", t, v, is_accumulate(u) ? "reassoc nnan " : "", {a(0), a(1)});
         } else {
-          std::string c = fresh();
-          emit("{} = icmp {} {} {}, {}", c, sg ? "sgt" : "ugt", ty, a(0), a(1));
-          v = fresh();
-          emit("{} = select i1 {}, {} {}, {} {}", v, c, ty, a(0), ty, a(1));
+          std::string x = a(0), y = a(1), c = fresh();
+          emit("{} = icmp {} {} {}, {}", c, sg ? "sgt" : "ugt", ty, x, y);
+          r = fresh();
+          emit("{} = select {} {}, {} {}, {} {}", r, vt(dtypes::bool_, v), c, ty, x, ty, y);
         }
         break;
       case Op::WHERE: {
-        const std::string vt = ltype(u.src(1).dtype());
-        v = fresh();
-        emit("{} = select i1 {}, {} {}, {} {}", v, a(0), vt, a(1), vt, a(2));
+        const std::string et = vt(u.src(1).dtype(), v);
+        std::string c = name(u.src(0)), x = a(1), y = a(2);
+        r = fresh();
+        emit("{} = select {} {}, {} {}, {} {}", r, vt(dtypes::bool_, is_vec(u.src(0))), c, et, x,
+             et, y);
         break;
       }
-      case Op::NEG:
-        v = fresh();
+      case Op::NEG: {
+        std::string x = a(0);
+        r = fresh();
         if (fl)
-          emit("{} = fneg {} {}", v, ty, a(0));
+          emit("{} = fneg {} {}", r, ty, x);
         else
-          emit("{} = sub {} 0, {}", v, ty, a(0));
+          emit("{} = sub {} {}, {}", r, ty, zero(t, v), x);
         break;
-      case Op::RECIP:
-        v = fresh();
-        emit("{} = fdiv arcp contract {} {}, {}", v, ty, const_literal(UOp::cnst(t, 1.0)), a(0));
+      }
+      case Op::RECIP: {
+        std::string x = a(0), one = val(UOp::cnst(t.base(), 1.0), v);
+        r = fresh();
+        emit("{} = fdiv arcp contract {} {}, {}", r, ty, one, x);
         break;
+      }
       case Op::SQRT:
-        v = call_intrinsic("sqrt", t, "", {a(0)});
+        r = call_intrinsic("sqrt", t, v, "", {a(0)});
         break;
       case Op::EXP2:
-        v = call_intrinsic("exp2", t, "afn ", {a(0)});
+        r = call_intrinsic("exp2", t, v, "afn ", {a(0)});
         break;
       case Op::LOG2:
-        v = call_intrinsic("log2", t, "afn ", {a(0)});
+        r = call_intrinsic("log2", t, v, "afn ", {a(0)});
         break;
       case Op::SIN:
-        v = call_intrinsic("sin", t, "afn ", {a(0)});
+        r = call_intrinsic("sin", t, v, "afn ", {a(0)});
         break;
       case Op::TRUNC:
-        v = call_intrinsic("trunc", t, "", {a(0)});
+        r = call_intrinsic("trunc", t, v, "", {a(0)});
         break;
       default:
         internal_error("render_llvm: {} should have been decomposed", op_name(op));
     }
-    names_[u] = v;
+    names_[u] = r;
   }
 
   const KernelSignature& sig_;
@@ -473,6 +608,10 @@ class Renderer {
   std::unordered_map<UOp, int> loop_ids_;
   std::vector<int> if_stack_;
   std::set<std::string> declares_;
+  std::unordered_map<UOp, bool> vec_;
+  std::unordered_map<UOp, Access> access_;
+  std::map<std::pair<UOp, std::string>, std::string> splats_;
+  int64_t lanes_ = 1;
   std::string allocas_, body_, block_ = "entry";
   int next_ = 0, next_block_ = 0;
 };
