@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -113,8 +114,10 @@ void bench_intern() {
 
 }  // namespace
 
-int main() {
-  bench_rewrite();
-  bench_intern();
+// Optional argument: "rewrite" or "intern" runs only that part (for profiling).
+int main(int argc, char** argv) {
+  std::string_view only = argc > 1 ? argv[1] : "";
+  if (only.empty() || only == "rewrite") bench_rewrite();
+  if (only.empty() || only == "intern") bench_intern();
   return 0;
 }

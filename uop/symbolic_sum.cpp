@@ -135,11 +135,37 @@ bool recombine_divmod(Affine& a) {
   return false;
 }
 
+// True if `u` is the node rebuild() makes for term t (base, or base*coeff).
+bool is_term_node(const UOp& u, const Term& t) {
+  if (t.coeff == 1) return u == t.base;
+  return u.op() == Op::MUL && u.src(0) == t.base && u.src(1).op() == Op::CONST &&
+         u.src(1).const_int() == t.coeff;
+}
+
+// True if rebuild(a) would give `root` back: a left-leaning chain of the terms in order, the
+// constant last. Checked structurally, so the common no-change case interns nothing.
+bool is_rebuilt_form(const UOp& root, const Affine& a) {
+  if (a.terms.empty()) return false;  // rebuild gives a CONST, root is an ADD
+  UOp cur = root;
+  size_t i = a.terms.size();
+  if (a.constant != 0) {
+    if (cur.op() != Op::ADD || !cur.src(1).is_const() || cur.src(1).const_int() != a.constant)
+      return false;
+    cur = cur.src(0);
+  }
+  for (; i > 1; --i, cur = cur.src(0))
+    if (cur.op() != Op::ADD || !is_term_node(cur.src(1), a.terms[i - 1])) return false;
+  return is_term_node(cur, a.terms[0]);
+}
+
 std::optional<UOp> canonical_sum(const UOp& root) {
   std::optional<Affine> a = decompose(root);
   if (!a) return std::nullopt;
   Affine c = combine_like_terms(*a);
-  while (recombine_divmod(c)) c = combine_like_terms(c);
+  bool recombined = false;
+  while (recombine_divmod(c)) c = combine_like_terms(c), recombined = true;
+  if (!recombined && c.terms.size() == a->terms.size() && is_rebuilt_form(root, c))
+    return std::nullopt;
   UOp out = rebuild(c, root.dtype());
   return out == root ? std::nullopt : std::optional(out);
 }
