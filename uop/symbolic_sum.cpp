@@ -131,6 +131,20 @@ bool recombine_divmod(Affine& a) {
       a.terms.erase(a.terms.begin() + static_cast<std::ptrdiff_t>(j));
       return true;
     }
+    // (x%c)*a + ((x//c)%d)*(a*c) -> (x%(c*d))*a: both remainders take x's sign, and
+    // |x%c + ((x//c)%d)*c| < c*d, so the sum is C's x % (c*d).
+    for (size_t j = 0; j < a.terms.size(); ++j) {
+      const UOp& dm = a.terms[j].base;
+      if (dm.op() != Op::MOD || dm.src(1).op() != Op::CONST || a.terms[j].coeff != *want) continue;
+      const UOp& d = dm.src(0);
+      if (d.op() != Op::IDIV || d.src(0) != m.src(0) || d.src(1) != m.src(1)) continue;
+      int64_t c = m.src(1).const_int(), dd = dm.src(1).const_int();
+      auto cd = checked_mul(c, dd);
+      if (c <= 0 || dd <= 0 || !cd) continue;
+      a.terms[i] = {m.src(0) % iconst(m.dtype(), *cd), a.terms[i].coeff};
+      a.terms.erase(a.terms.begin() + static_cast<std::ptrdiff_t>(j));
+      return true;
+    }
   }
   return false;
 }
@@ -175,7 +189,8 @@ std::optional<UOp> canonical_sum(const UOp& root) {
 const PatternMatcher& pm_like_terms() {
   static const PatternMatcher pm({
       // sum(c_i*x_i) + k: x*c0 + x*c1 -> x*(c0+c1), x + x -> x*2, (x+c0)+y -> (x+y)+c0,
-      // (x%c)*a + (x//c)*(a*c) -> x*a; the constant term last
+      // (x%c)*a + (x//c)*(a*c) -> x*a, (x%c)*a + ((x//c)%d)*(a*c) -> (x%(c*d))*a;
+      // the constant term last
       {UPat(Op::ADD).with_dtype(exact_int), [](const Match& m) { return canonical_sum(m.root()); }},
   });
   return pm;

@@ -135,7 +135,7 @@ class Generator {
       if (pick(0, 4) == 0) return cnst(-8, 8);
       return leaves_[size_t(pick(0, int64_t(leaves_.size()) - 1))].node;
     }
-    const int64_t kind = pick(0, 10);
+    const int64_t kind = pick(0, 11);
     UOp a = expr(depth - 1);
     switch (kind) {
       case 0:
@@ -164,6 +164,12 @@ class Generator {
         UOp b = expr(depth - 1);
         UOp c = expr(depth - 1);
         return cond.where(b, c);
+      }
+      case 10: {  // div/mod pairs that recombine: x%c + (x//c)*c, x%c + ((x//c)%d)*c
+        UOp c = cnst(1, 6);
+        UOp hi = a.idiv(c);
+        if (pick(0, 1)) hi = hi % cnst(1, 5);
+        return a % c + hi * c.const_int() * (pick(0, 3) ? 1 : 2);
       }
       default:
         return -a;

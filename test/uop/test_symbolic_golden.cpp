@@ -33,6 +33,9 @@ TEST_CASE("golden simplifications") {
       {((x * 8 + z).idiv(4)) % 2, "(z//4)"},
       {((x * 8 + z).idiv(4)), "((x*2)+(z//4))"},
       {(x * 4 + y).idiv(4) * 4 + (x * 4 + y) % 4, "((x*4)+y)"},
+      {x % 4 + (x.idiv(4) % 8) * 4, "(x%32)"},
+      {n % 4 + (n.idiv(4) % 2) * 4, "(n%8)"},
+      {(n % 3) * 2 + n.idiv(3) * 6, "(n*2)"},
       // constants split off a non-negative dividend
       {(x + 3).idiv(3), "((x//3)+1)"},
       {(x + 3) % 3, "(x%3)"},
