@@ -9,6 +9,9 @@
 //   pm_compare          comparisons by ranges and algebra (c0+x<c1, x*c<d, x//c<d)
 //   pm_divmod           div/mod folding (constant quotient, gcd, remainder split, nesting)
 //   pm_simplify_valid   an INDEX/WHERE gate tightens the ranges its index is simplified under
+//
+// The tables are functions returning a static: they are composed across files, and a function-local
+// static is built on first use, never before the tables it is made of.
 #pragma once
 #include "uop/pattern_matcher.h"
 
