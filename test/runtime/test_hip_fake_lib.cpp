@@ -4,6 +4,7 @@
 // Test infrastructure only; it checks the calling conventions, not the GPU.
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,7 @@ struct Launch {
   bool had_extra;
   int count = 0;
 } g_last;
-std::vector<FakeFunction*> g_functions;
+std::deque<FakeFunction> g_functions;  // stable addresses, freed at exit
 constexpr hipError_t kInvalidValue = 1, kOutOfMemory = 2, kNotFound = 500;
 }  // namespace
 
@@ -116,8 +117,8 @@ hipError_t hipModuleUnload(hipModule_t module) {
 }
 hipError_t hipModuleGetFunction(hipFunction_t* f, hipModule_t, const char* name) {
   if (std::strncmp(name, "missing", 7) == 0) return kNotFound;
-  g_functions.push_back(new FakeFunction{name});
-  *f = reinterpret_cast<hipFunction_t>(g_functions.back());
+  g_functions.push_back(FakeFunction{name});
+  *f = reinterpret_cast<hipFunction_t>(&g_functions.back());
   return hipSuccess;
 }
 hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned gx, unsigned gy, unsigned gz,

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <string>
@@ -41,12 +42,11 @@ TEST_SUITE("hip_loader") {
   }
 
   TEST_CASE("the library without a GPU is a clear no-device error") {
-    void* probe = dlopen(kDebianHip, RTLD_NOW | RTLD_LOCAL);
-    if (!probe) {
+    // access(), not a dlopen probe: unloading HIP again would leak its static initializers' memory.
+    if (access(kDebianHip, R_OK) != 0) {
       MESSAGE("skipped: " << kDebianHip << " is not installed");
       return;
     }
-    dlclose(probe);
     ScopedKnob lib(Knob::HIP_LIB, kDebianHip);
     const HipApi& api = hip_api();
     CHECK(api.library == kDebianHip);
