@@ -23,8 +23,8 @@ class Linearizer {
 
   void emit_top(const UOp& sink) {
     for (const UOp& n : pending({sink})) {
-      if (n == sink) continue;
-      const bool guard = threaded_ && is_effect(n) && !has_thread(n);
+      if (n == sink || !ready(n)) continue;
+      const bool guard = threaded_ && writes_global(n) && !has_thread(n);
       if (guard) {
         UOp cond = core_id_special().eq(UOp::cnst_int(dtypes::index, 0));
         for (const UOp& c : pending({cond})) place(c);
@@ -38,7 +38,17 @@ class Linearizer {
   std::vector<UOp> out_;
 
  private:
-  static bool is_effect(const UOp& u) { return u.op() == Op::STORE || u.op() == Op::END; }
+  // A store to a buffer parameter, or a loop nest containing one.
+  static bool writes_global(const UOp& u) {
+    if (u.op() != Op::STORE && u.op() != Op::END) return false;
+    for (const UOp& x : u.toposort()) {
+      if (x.op() != Op::STORE) continue;
+      UOp base = x.src(0).src(0);
+      while (base.op() == Op::AFTER) base = base.src(0);
+      if (base.op() == Op::PARAM) return true;
+    }
+    return false;
+  }
   static bool has_thread(const UOp& end) {
     if (end.op() != Op::END) return false;
     for (size_t i = 1; i < end.src().size(); ++i)
@@ -52,8 +62,15 @@ class Linearizer {
     return false;
   }
 
-  // Nodes under `roots` not yet placed, sources first. ENDs are leaves (emit_loop places their
-  // bodies); RANGEs are placed by the END that opens them, so they are not listed.
+  // Every range `n` depends on is open (vector lanes are always available).
+  bool ready(const UOp& n) const {
+    for (const UOp& r : open_.at(n))
+      if (r.arg_as<RangeArg>().type != AxisType::Upcast && !done(r)) return false;
+    return true;
+  }
+
+  // Nodes under `roots` not yet placed, sources first, nested loop bodies included; RANGEs are
+  // placed by the END that opens them, so they are not listed.
   std::vector<UOp> pending(const std::vector<UOp>& roots) const {
     std::vector<UOp> order;
     std::unordered_set<UOp> seen;
@@ -63,8 +80,7 @@ class Linearizer {
       stack.emplace_back(r, 0);
       while (!stack.empty()) {
         auto& [u, i] = stack.back();
-        const bool leaf = u.op() == Op::END && !(u == r);
-        if (!leaf && i < u.src().size()) {
+        if (i < u.src().size()) {
           UOp s = u.src(i++);
           if (s.op() == Op::RANGE || done(s) || !seen.insert(s).second) continue;
           stack.emplace_back(s, 0);
@@ -91,28 +107,23 @@ class Linearizer {
     scopes_.back().insert(n);
   }
 
-  // An END(body, loops...): opens the loops one by one, placing before each loop what does not
-  // depend on it or on any loop inside it, then the body, then closes them.
+  // An END(body, loops...): opens the loops one by one, placing before each loop whatever under
+  // it is ready (every range it depends on is open: loop-invariant code and copies are hoisted),
+  // then what is ready inside all of them (nested loops place their own bodies), then closes them.
   void emit_loop(const UOp& end) {
     std::vector<UOp> loops(end.src().begin() + 1, end.src().end());
     std::sort(loops.begin(), loops.end(), loop_order);
     std::vector<UOp> roots{end.src(0)};
     for (const UOp& r : loops) roots.push_back(r.src(0));
     std::vector<UOp> nodes = pending(roots);
-    auto independent = [&](const UOp& n, size_t from) {
-      const std::vector<UOp>& rs = open_.at(n);
-      for (size_t i = from; i < loops.size(); ++i)
-        if (std::find(rs.begin(), rs.end(), loops[i]) != rs.end()) return false;
-      return true;
-    };
-    for (size_t i = 0; i < loops.size(); ++i) {
+    for (size_t i = 0; i <= loops.size(); ++i) {
       for (const UOp& n : nodes)
-        if (!done(n) && independent(n, i)) place(n);
+        if (!done(n) && ready(n)) place(n);
+      if (i == loops.size()) break;
       out_.push_back(loops[i]);
       scopes_.emplace_back();
       scopes_.back().insert(loops[i]);
     }
-    for (const UOp& n : nodes) place(n);
     for (size_t i = loops.size(); i-- > 0;) {
       scopes_.pop_back();
       out_.push_back(UOp::make(Op::END, dtypes::void_, {end.src(0), loops[i]}));

@@ -112,18 +112,29 @@ UOp lower_reduces(const UOp& ast) {
     if (!any) break;
     out = lower_innermost(out, next_acc);
   }
-  // Every store is closed by an END over its output loops (a vector axis is not a loop).
+  // Stores are closed by an END over their output loops (a vector axis is not a loop); stores
+  // with the same loops share one loop nest, so work they share (a GEMM tile's reduce) runs once.
   RangeMap open = open_ranges(out);
-  std::vector<UOp> stores;
+  std::vector<std::pair<std::vector<UOp>, std::vector<UOp>>> nests;  // loops, stores
   for (const UOp& s : out.src()) {
     std::vector<UOp> loops = open.at(s);
     std::erase_if(loops,
                   [](const UOp& r) { return r.arg_as<RangeArg>().type == AxisType::Upcast; });
+    auto it =
+        std::find_if(nests.begin(), nests.end(), [&](const auto& n) { return n.first == loops; });
+    if (it == nests.end())
+      nests.push_back({loops, {s}});
+    else
+      it->second.push_back(s);
+  }
+  std::vector<UOp> stores;
+  for (auto& [loops, group] : nests) {
+    UOp body = group.size() == 1 ? group[0] : UOp::make(Op::GROUP, dtypes::void_, group);
     if (loops.empty()) {
-      stores.push_back(s);
+      stores.push_back(body);
       continue;
     }
-    std::vector<UOp> end_src{s};
+    std::vector<UOp> end_src{body};
     end_src.insert(end_src.end(), loops.begin(), loops.end());
     stores.push_back(UOp::make(Op::END, dtypes::void_, end_src));
   }

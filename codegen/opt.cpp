@@ -7,12 +7,13 @@
 #include <unordered_map>
 
 #include "codegen/gemm_tiling.h"
+#include "codegen/pack.h"
 #include "uop/error.h"
 
 namespace ugrad {
 
 std::string to_string(const std::vector<Opt>& opts) {
-  static constexpr const char* kNames[] = {"UPCAST", "UNROLL", "THREAD"};
+  static constexpr const char* kNames[] = {"UPCAST", "UNROLL", "THREAD", "PACK"};
   std::string s;
   for (const Opt& o : opts)
     s += fmt::format("{}{}({},{})", s.empty() ? "" : " ", kNames[int(o.type)], o.axis, o.amount);
@@ -67,6 +68,11 @@ UOp apply_opt(const UOp& ast, const Opt& o) {
   UOp r = find_axis(ranges, o.axis, o);
   const RangeArg ra = r.arg_as<RangeArg>();
   if (o.amount < 1) fail("codegen: opt {}: amount must be positive", to_string({o}));
+  if (o.type == OptType::Pack) {
+    UOp packed = pack_operand(ast, r);
+    if (packed == ast) fail("codegen: opt {}: no reduce operand to pack", to_string({o}));
+    return packed;
+  }
   if (o.type == OptType::Thread) {
     if (ra.type != AxisType::Loop)
       fail("codegen: opt {}: only an output loop axis can be threaded", to_string({o}));
@@ -106,7 +112,8 @@ UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts) {
 std::vector<Opt> heuristic_opts(const UOp& ast, const CodegenTarget& target, int64_t max_threads) {
   std::vector<Opt> opts;
   if (target.is_gpu) return opts;  // TODO: GPU locals/upcasts belong to the AMDGPU issue
-  if (auto tiled = gemm_tiling_opts(ast, target)) opts = *tiled;
+  auto tiled = gemm_tiling_opts(ast, target);
+  if (tiled) opts = *tiled;
   std::vector<UOp> ranges = kernel_ranges(apply_opts(ast, opts));
   std::vector<UOp> outs, reds;
   int64_t work = 1;
@@ -124,12 +131,18 @@ std::vector<Opt> heuristic_opts(const UOp& ast, const CodegenTarget& target, int
         opts.push_back({OptType::Upcast, outs.back().arg_as<RangeArg>().axis, n});
     }
   }
-  // Threads over the outermost output loop when each core gets enough work.
+  // Threads over one output loop when each core gets enough work: for a GEMM tile the loop
+  // over column tiles (each core keeps its panel of B in cache), else the outermost.
   constexpr int64_t kMinWorkPerThread = 1 << 16;
   int64_t cores =
       max_threads > 0 ? max_threads : std::max<int64_t>(1, std::thread::hardware_concurrency());
   if (!outs.empty()) {
-    const UOp& outer = outs.front();
+    UOp outer = outs.front();
+    auto vec = std::find_if(opts.rbegin(), opts.rend(),
+                            [](const Opt& o) { return o.type == OptType::Upcast; });
+    if (tiled && vec != opts.rend())
+      for (const UOp& r : outs)
+        if (r.arg_as<RangeArg>().axis == vec->axis) outer = r;
     int64_t n = std::min({cores, extent(outer), work / kMinWorkPerThread});
     if (n >= 2) opts.push_back({OptType::Thread, outer.arg_as<RangeArg>().axis, n});
   }

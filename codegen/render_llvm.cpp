@@ -257,6 +257,14 @@ class Renderer {
         names_[u] = v;
         return;
       }
+      case Op::DEFINE_LOCAL: {
+        // CPU scratch (packed operands): a stack array, cache-line aligned.
+        std::string v = fmt::format("%local{}", next_++);
+        allocas_ += fmt::format("  {} = alloca [{} x {}], align 64\n", v, u.arg_as<int64_t>(),
+                                mtype(u.dtype().base()));
+        names_[u] = v;
+        return;
+      }
       case Op::AFTER:
         names_[u] = name(u.src(0));
         return;
@@ -357,6 +365,7 @@ class Renderer {
     const bool v = vec_[u] = is_vec(i) || (gated && is_vec(u.src(2)));
     const std::string it = ltype(i.dtype());
     const std::string et = mtype(base.dtype().base());
+    const std::string pt = idx_ptr_type(u);
     names_[u] = fresh();
     if (!v) {
       std::string idx = name(i);
@@ -366,8 +375,7 @@ class Renderer {
         idx = sel;
       }
       access_[u] = Access::Scalar;
-      emit("{} = getelementptr inbounds {}, {} {}, {} {}", names_[u], et, ptr_type(), name(base),
-           it, idx);
+      emit("{} = getelementptr inbounds {}, {} {}, {} {}", names_[u], et, pt, name(base), it, idx);
       return;
     }
     UOp axis;
@@ -378,13 +386,13 @@ class Renderer {
       std::string first = fresh();
       emit("{} = extractelement <{} x {}> {}, i64 0", first, lanes_, it, name(i));
       access_[u] = Access::Contiguous;
-      emit("{} = getelementptr inbounds {}, {} {}, {} {}", names_[u], et, ptr_type(), name(base),
-           it, first);
+      emit("{} = getelementptr inbounds {}, {} {}, {} {}", names_[u], et, pt, name(base), it,
+           first);
       return;
     }
     access_[u] = Access::Gather;
-    emit("{} = getelementptr inbounds {}, {} {}, <{} x {}> {}", names_[u], et, ptr_type(),
-         name(base), lanes_, it, val(i, true));
+    emit("{} = getelementptr inbounds {}, {} {}, <{} x {}> {}", names_[u], et, pt, name(base),
+         lanes_, it, val(i, true));
   }
 
   std::string ptr_vec_type() const { return fmt::format("<{} x {}>", lanes_, ptr_type()); }
@@ -455,7 +463,7 @@ class Renderer {
   std::string idx_ptr_type(const UOp& idx) {
     UOp base = idx.src(0);
     while (base.op() == Op::AFTER) base = base.src(0);
-    return base.op() == Op::DEFINE_REG ? "ptr" : ptr_type();
+    return base.op() == Op::DEFINE_REG || base.op() == Op::DEFINE_LOCAL ? "ptr" : ptr_type();
   }
 
   void cast(const UOp& u) {
