@@ -7,7 +7,8 @@
 //   line 1 "pre qwen2", then "bos|eos|eot|pad ID", then "tokens N" and N lines "TYPE HEX"
 //   (tokens in id order incl. added tokens and [PAD…] fillers, text as hex of UTF-8 bytes),
 //   then "merges M" and M lines "HEX" (each "A B").
-// OUT_DIR/qwen3_corpus_ref.txt: per corpus string, "case HEX", "nfc HEX",
+// OUT_DIR/qwen3_corpus_ref.txt: per corpus string (corpus.json, then seeded random strings),
+//   "case HEX", "nfc HEX",
 //   "ids …" (JS tokenizer with its NFC normalizer switched off, as llama.cpp does) and
 //   "ids_nfc …" (the package's default tokenizer, NFC on).
 "use strict";
@@ -58,8 +59,44 @@ function writeVocab(file) {
   fs.writeFileSync(file, lines.join("\n") + "\n");
 }
 
+// Deterministic random strings (mulberry32) over a mixed alphabet, appended to the corpus.
+// U+FEFF and U+0085 are left out (JavaScript's \s differs there, see test_qwen3_reference.cpp),
+// and so are code points newer than Unicode 14 (PCRE2 10.42's tables).
+const kRandomCases = 300;
+function randomCases() {
+  let state = 0x5eed1234;
+  const rand = () => {
+    state = (state + 0x6d2b79f5) | 0;
+    let t = Math.imul(state ^ (state >>> 15), 1 | state);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const ranges = [
+    [0x20, 0x7e], [0x20, 0x7e], [0x20, 0x7e], [0x30, 0x39], [0x09, 0x0a], [0x0d, 0x0d],
+    [0xa0, 0xff], [0x300, 0x36f], [0x400, 0x44f], [0x621, 0x64a], [0x905, 0x94d],
+    [0x4e00, 0x4fff], [0x3040, 0x30ff], [0xac00, 0xac80], [0x1f600, 0x1f64f], [0x1f300, 0x1f3ff],
+    [0x200d, 0x200d], [0xfe0f, 0xfe0f], [0x3000, 0x3000], [0x2000, 0x200a], [0x27, 0x27],
+  ];
+  const specials = ["<|im_start|>", "<|im_end|>", "<think>", "</think>", "<tool_call>", "'s", "'LL"];
+  const out = [];
+  for (let i = 0; i < kRandomCases; ++i) {
+    const len = 1 + Math.floor(rand() * 60);
+    let s = "";
+    for (let k = 0; k < len; ++k) {
+      if (rand() < 0.03) {
+        s += specials[Math.floor(rand() * specials.length)];
+        continue;
+      }
+      const [lo, hi] = ranges[Math.floor(rand() * ranges.length)];
+      s += String.fromCodePoint(lo + Math.floor(rand() * (hi - lo + 1)));
+    }
+    out.push(s);
+  }
+  return out;
+}
+
 function writeCorpusRef(file) {
-  const corpus = JSON.parse(fs.readFileSync(corpusPath, "utf8"));
+  const corpus = JSON.parse(fs.readFileSync(corpusPath, "utf8")).concat(randomCases());
   const withNfc = pkg.fromPreTrained();
   const raw = pkg.fromPreTrained({ tokenizerJSON: { normalizer: null } });
   const opts = { add_special_tokens: false };
