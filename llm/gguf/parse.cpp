@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <numeric>
 #include <unordered_set>
 
 #include "uop/error.h"
@@ -28,7 +27,6 @@ class Reader {
   uint64_t pos() const { return pos_; }
   uint64_t remaining() const { return bytes_.size() - pos_; }
   uint64_t size() const { return bytes_.size(); }
-  const std::string& prefix() const { return prefix_; }
   // What is being read, named in truncation errors (set per record, so it stays cheap).
   void set_context(std::string context) { context_ = std::move(context); }
 
