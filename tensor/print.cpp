@@ -26,7 +26,11 @@ struct Printer {
     out += '[';
     for (int64_t i = 0; i < n; ++i) {
       if (summarize && n > 2 * kElided && i == kElided) {
-        out += ax + 1 == dims.size() ? "..., " : "...,\n" + std::string(indent + 1, ' ');
+        out += "...,";
+        if (ax + 1 == dims.size())
+          out += ' ';
+        else
+          out.append("\n").append(indent + 1, ' ');
         i = n - kElided;
       }
       axis(out, ax + 1, offset + i * inner, inner, indent + 1);
@@ -34,7 +38,7 @@ struct Printer {
         if (ax + 1 == dims.size())
           out += ", ";
         else
-          out += "," + std::string(dims.size() - ax - 1, '\n') + std::string(indent + 1, ' ');
+          out.append(",").append(dims.size() - ax - 1, '\n').append(indent + 1, ' ');
       }
     }
     out += ']';

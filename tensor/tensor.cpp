@@ -18,7 +18,10 @@ std::string resolve_device(const std::string& device) {
 
 std::string dims_str(const std::vector<int64_t>& dims) {
   std::string out = "(";
-  for (size_t i = 0; i < dims.size(); ++i) out += (i ? ", " : "") + std::to_string(dims[i]);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(dims[i]);
+  }
   return out + (dims.size() == 1 ? ",)" : ")");
 }
 

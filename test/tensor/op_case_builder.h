@@ -23,7 +23,10 @@ inline const L kLayouts[] = {L::Contiguous, L::Permuted, L::Padded,
 
 inline std::string dims_text(const Dims& d) {
   std::string s = "(";
-  for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (i) s += ",";
+    s += std::to_string(d[i]);
+  }
   return s + ")";
 }
 inline std::string input_text(const std::vector<InputSpec>& in) {

@@ -131,7 +131,10 @@ std::pair<Tensor, ref::Array> make_input(const InputSpec& s, std::mt19937_64& rn
 
 std::string dims_text(const std::vector<int64_t>& d) {
   std::string s = "(";
-  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(d[i]);
+  }
   return s + ")";
 }
 
@@ -152,6 +155,13 @@ CaseResult run_op_case(const OpCase& c, const std::string& device) {
     if (c.out_dtype && r.output.dtype() != *c.out_dtype) {
       r.detail = fmt::format("dtype {}, expected {}", to_string(r.output.dtype()),
                              to_string(*c.out_dtype));
+      return r;
+    }
+    // A NULL device schedules and compiles but runs nothing: realizing is the whole check.
+    if (r.output.device().rfind("NULL", 0) == 0) {
+      r.output.realize();
+      r.ok = true;
+      r.detail = "compiled only (NULL device)";
       return r;
     }
     ref::Array want = c.ref(ref_inputs);

@@ -50,7 +50,8 @@ struct CaseResult {
   std::string detail;  // the first mismatch, or the error thrown
   ugrad::Tensor output;
 };
-/// Builds the inputs on `device`, runs the case and compares with the reference.
+/// Builds the inputs on `device`, runs the case and compares with the reference. On a NULL device
+/// (compile only) the output is realized and not compared.
 CaseResult run_op_case(const OpCase& c, const std::string& device = "");
 /// Default tolerance for an output dtype.
 Tolerance tolerance_for(ugrad::DType t);
