@@ -80,6 +80,28 @@ R ne_sum_const(const UOp& root, const UOp& lhs, int64_t d) {
   return out == root ? std::nullopt : std::optional(out);
 }
 
+// a < b, a != b, a == b with terms that cancel between the sides: (a-b) < 0 (and != 0, == 0),
+// which the rules above then normalize. Only when something cancels, so it cannot churn.
+R cancel_sides(const UOp& root) {
+  const UOp &l = root.src(0), &r = root.src(1);
+  if (l.is_const() || r.is_const()) return std::nullopt;
+  std::optional<Affine> a = decompose(l), b = decompose(r);
+  if (!a || !b) return std::nullopt;
+  Affine diff = *a;
+  for (const Term& t : b->terms) {
+    if (t.coeff == std::numeric_limits<int64_t>::min()) return std::nullopt;
+    diff.terms.push_back({t.base, -t.coeff});
+  }
+  auto k = checked_add(a->constant, -b->constant);
+  if (!k || b->constant == std::numeric_limits<int64_t>::min()) return std::nullopt;
+  diff.constant = 0;
+  diff = combine_like_terms(diff);
+  if (diff.terms.size() == a->terms.size() + b->terms.size()) return std::nullopt;
+  DType t = l.dtype();
+  UOp lhs = rebuild(diff, t), rhs = iconst(t, -*k);
+  return UOp::make(root.op(), root.dtype(), {lhs, rhs});
+}
+
 UPat ix = UPat::var("x", index_dt);
 UPat c0 = UPat::cvar("c0"), c1 = UPat::cvar("c1");
 
@@ -111,6 +133,9 @@ const PatternMatcher& pm_compare() {
       // c < c0*x + k -> floor((c-k)/c0) < x
       {lt(c0, ix),
        [](const Match& m) { return lt_const_sum(m.root(), m["c0"].const_int(), m["x"]); }},
+      // a + x < b + x -> a - b < 0, likewise != and == (terms cancel across the sides)
+      {UPat::ops({Op::CMPLT, Op::CMPNE, Op::CMPEQ}, {ix, UPat::var("y", index_dt)}),
+       [](const Match& m) { return cancel_sides(m.root()); }},
       // c0*x + k != d -> x != (d-k)/c0, or True when c0 does not divide d-k (== likewise)
       {UPat::ops({Op::CMPNE, Op::CMPEQ}, {ix, c1}),
        [](const Match& m) { return ne_sum_const(m.root(), m["x"], m["c1"].const_int()); }},

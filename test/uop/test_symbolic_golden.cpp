@@ -80,6 +80,10 @@ TEST_CASE("golden simplifications") {
       {(x * 2).ne(c(7)), "True"},
       {(x * 2 + 2).eq(c(8)), "(x==3)"},
       {x.lt(x), "False"},
+      {(x + 3).lt(x + 5), "True"},
+      {(x * 2 + y).lt(x + 4), "((x+y)<4)"},
+      {r0.ne(r0 + 1), "True"},
+      {(x + y * 2).eq(y + 7), "((x+y)==7)"},
       // identities, like terms, canonical constants
       {x + x, "(x*2)"},
       {x * 3 + x * 2, "(x*5)"},
