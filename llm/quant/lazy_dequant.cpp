@@ -1,0 +1,204 @@
+#include "llm/quant/lazy_dequant.h"
+
+#include <functional>
+#include <map>
+
+#include "llm/quant/blocks.h"
+#include "llm/quant/iq4_tables.h"
+#include "uop/error.h"
+
+namespace ugrad::llm {
+namespace {
+
+// Expressions over a (n_blocks, block_bytes) uint8 tensor of blocks.
+class Blocks {
+ public:
+  explicit Blocks(Tensor b) : b_(std::move(b)), n_(b_.dims()[0]) {}
+  int64_t n() const { return n_; }
+  /// Bytes [off, off+len) of every block: (n, len) uint8.
+  Tensor bytes(size_t off, int64_t len) const {
+    return b_.shrink({{0, n_}, {static_cast<int64_t>(off), static_cast<int64_t>(off) + len}});
+  }
+  /// Little-endian u16 at off: (n, 1) uint16.
+  Tensor u16(size_t off) const {
+    return bytes(off, 1).cast(dtypes::uint16) + bytes(off + 1, 1).cast(dtypes::uint16) * 256;
+  }
+  /// Little-endian u32 at off: (n, 1) uint32.
+  Tensor u32(size_t off) const {
+    Tensor v = bytes(off, 1).cast(dtypes::uint32);
+    for (int i = 1; i < 4; ++i)
+      v = v + bytes(off + i, 1).cast(dtypes::uint32) * (int64_t{1} << (8 * i));
+    return v;
+  }
+  /// fp16 at off as float32: (n, 1).
+  Tensor f16(size_t off) const { return u16(off).bitcast(dtypes::float16).cast(dtypes::float32); }
+
+ private:
+  Tensor b_;
+  int64_t n_;
+};
+
+// Q4_0-ordered nibbles of a (n, 16) byte tensor: low nibbles are elements 0..15, high 16..31.
+Tensor nibbles(const Tensor& qs) { return cat({qs & 15, idiv(qs, 16)}, 1); }
+
+// (x >> shift) & mask for unsigned byte tensors, as division and remainder by powers of two.
+Tensor bits(const Tensor& x, int shift, int64_t mask) { return idiv(x, int64_t{1} << shift) & mask; }
+
+// table[q] for a 4-bit index tensor, as a chain of selects over the 16 levels.
+Tensor lookup16(const Tensor& q, const int8_t (&table)[16]) {
+  Tensor out = Tensor::scalar(static_cast<double>(table[15]), dtypes::float32);
+  for (int k = 14; k >= 0; --k) out = q.eq(k).where(static_cast<double>(table[k]), out);
+  return out;
+}
+
+// Per-element scale of a block broadcast over `per` consecutive elements: (n, k) -> (n, k*per).
+Tensor spread(const Tensor& s, int64_t per) {
+  auto d = s.dims();
+  return s.reshape({d[0], d[1], 1}).expand({d[0], d[1], per}).reshape({d[0], d[1] * per});
+}
+
+Tensor q8_0(const Blocks& b) {
+  return b.bytes(q8_0::kQs, kQK).bitcast(dtypes::int8).cast(dtypes::float32) * b.f16(q8_0::kD);
+}
+
+Tensor q4_0(const Blocks& b) {
+  Tensor q = nibbles(b.bytes(q4_0::kQs, kQK / 2)).cast(dtypes::int32) - q4_0::kOffset;
+  return q.cast(dtypes::float32) * b.f16(q4_0::kD);
+}
+
+Tensor q4_1(const Blocks& b) {
+  Tensor q = nibbles(b.bytes(q4_1::kQs, kQK / 2)).cast(dtypes::float32);
+  return b.f16(q4_1::kD) * q + b.f16(q4_1::kM);
+}
+
+// 5th bits of the 32 elements from a u32 qh: bit e belongs to element e.
+Tensor fifth_bits(const Blocks& b, size_t qh_off) {
+  Tensor qh = b.bytes(qh_off, 4).reshape({b.n(), 4, 1}).expand({b.n(), 4, 8});
+  Tensor pow2 = Tensor::from_vector<uint8_t>({1, 2, 4, 8, 16, 32, 64, 128}, {1, 1, 8});
+  return (idiv(qh, pow2) & 1).reshape({b.n(), kQK});
+}
+
+Tensor q5_0(const Blocks& b) {
+  Tensor q = nibbles(b.bytes(q5_0::kQs, kQK / 2)) + fifth_bits(b, q5_0::kQh) * 16;
+  return (q.cast(dtypes::int32) - q5_0::kOffset).cast(dtypes::float32) * b.f16(q5_0::kD);
+}
+
+Tensor q5_1(const Blocks& b) {
+  Tensor q =
+      (nibbles(b.bytes(q5_1::kQs, kQK / 2)) + fifth_bits(b, q5_1::kQh) * 16).cast(dtypes::float32);
+  return b.f16(q5_1::kD) * q + b.f16(q5_1::kM);
+}
+
+Tensor iq4_nl(const Blocks& b) {
+  return lookup16(nibbles(b.bytes(iq4_nl::kQs, kQK / 2)), kIQ4NLValues) * b.f16(iq4_nl::kD);
+}
+
+Tensor mxfp4(const Blocks& b) {
+  // 2^(e-128) as float bits: (e-1) << 23 for e >= 2; e < 2 gives 2^-127, 2^-126 (subnormal).
+  Tensor e = b.bytes(mxfp4::kE, 1).cast(dtypes::uint32);
+  Tensor normal = ((e - 1) * (int64_t{1} << 23)).bitcast(dtypes::float32);
+  Tensor sub =
+      (Tensor::scalar(int64_t{0x00200000}, dtypes::uint32) * (e + 1)).bitcast(dtypes::float32);
+  Tensor d = e.lt(2).where(sub, normal);
+  return lookup16(nibbles(b.bytes(mxfp4::kQs, kQK / 2)), kMXFP4Values) * d;
+}
+
+// Q4_K/Q5_K: the 8 six-bit scales and mins as (n, 8) float32.
+std::pair<Tensor, Tensor> scales_mins_k4(const Blocks& b, size_t off) {
+  Tensor lo_sc = b.bytes(off, 4), lo_m = b.bytes(off + 4, 4), hi = b.bytes(off + 8, 4);
+  Tensor sc = cat({lo_sc & 63, (hi & 15) + bits(lo_sc, 6, 3) * 16}, 1);
+  Tensor m = cat({lo_m & 63, idiv(hi, 16) + bits(lo_m, 6, 3) * 16}, 1);
+  return {sc.cast(dtypes::float32), m.cast(dtypes::float32)};
+}
+
+// Q4_K/Q5_K 4-bit quants: group g (64 elements) takes 32 bytes, low nibbles first: (n, 256).
+Tensor k_nibbles(const Blocks& b, size_t qs_off) {
+  Tensor qs = b.bytes(qs_off, 128).reshape({b.n(), 4, 1, 32});
+  return cat({qs & 15, idiv(qs, 16)}, 2).reshape({b.n(), kQK_K});
+}
+
+Tensor q4_k(const Blocks& b) {
+  auto [sc, m] = scales_mins_k4(b, q4_k::kScales);
+  Tensor d = spread(b.f16(q4_k::kD) * sc, 32), dm = spread(b.f16(q4_k::kDmin) * m, 32);
+  return d * k_nibbles(b, q4_k::kQs).cast(dtypes::float32) - dm;
+}
+
+Tensor q5_k(const Blocks& b) {
+  auto [sc, m] = scales_mins_k4(b, q5_k::kScales);
+  Tensor d = spread(b.f16(q5_k::kD) * sc, 32), dm = spread(b.f16(q5_k::kDmin) * m, 32);
+  // Sub-block j takes bit j of qh[l]: (n, 8 sub-blocks, 32).
+  Tensor qh = b.bytes(q5_k::kQh, 32).reshape({b.n(), 1, 32}).expand({b.n(), 8, 32});
+  Tensor pow2 = Tensor::from_vector<uint8_t>({1, 2, 4, 8, 16, 32, 64, 128}, {1, 8, 1});
+  Tensor high = (idiv(qh, pow2) & 1).reshape({b.n(), kQK_K}) * 16;
+  return d * (k_nibbles(b, q5_k::kQs) + high).cast(dtypes::float32) - dm;
+}
+
+Tensor q6_k(const Blocks& b) {
+  // Per half h: ql[64h + l], ql[64h + l + 32] (nibbles) and qh[32h + l] (2-bit pairs) make the
+  // elements 128h + {l, l+32, l+64, l+96}.
+  Tensor ql = b.bytes(q6_k::kQl, 128).reshape({b.n(), 2, 2, 32});  // (half, lo/hi 32, l)
+  Tensor qh = b.bytes(q6_k::kQh, 64).reshape({b.n(), 2, 1, 32}).expand({b.n(), 2, 4, 32});
+  Tensor low = cat({ql & 15, idiv(ql, 16)}, 2);  // (half, 4 quarters, l): ql lo, ql+32 lo, hi, hi
+  Tensor pow4 = Tensor::from_vector<uint8_t>({1, 4, 16, 64}, {1, 1, 4, 1});
+  Tensor q = (low + (idiv(qh, pow4) & 3) * 16).cast(dtypes::int32) - q6_k::kOffset;
+  Tensor sc = b.bytes(q6_k::kScales, 16).bitcast(dtypes::int8).cast(dtypes::float32);
+  Tensor scale = b.f16(q6_k::kD) * sc;  // (n, 16): sub-block of 16 elements
+  return spread(scale, 16) * q.reshape({b.n(), kQK_K}).cast(dtypes::float32);
+}
+
+Tensor iq4_xs(const Blocks& b) {
+  // ls_j = low nibble j of scales_l | 2 bits j of scales_h << 4; y = d * (ls - 32) * table[q].
+  Tensor sl = b.bytes(iq4_xs::kScalesL, 4).reshape({b.n(), 4, 1});
+  Tensor lo = cat({sl & 15, idiv(sl, 16)}, 2).reshape({b.n(), 8});
+  Tensor sh = b.u16(iq4_xs::kScalesH).expand({b.n(), 8});
+  Tensor pow4 = Tensor::from_vector<uint16_t>({1, 4, 16, 64, 256, 1024, 4096, 16384}, {1, 8});
+  Tensor ls = lo.cast(dtypes::int32) + (idiv(sh, pow4) & 3).cast(dtypes::int32) * 16;
+  Tensor dl = b.f16(iq4_xs::kD) * (ls - iq4_xs::kScaleOffset).cast(dtypes::float32);
+  Tensor qs = b.bytes(iq4_xs::kQs, 128).reshape({b.n() * 8, 16});
+  Tensor q = lookup16(nibbles(qs), kIQ4NLValues).reshape({b.n(), kQK_K});
+  return spread(dl, 32) * q;
+}
+
+Tensor f16(const Blocks& b) { return b.u16(0).bitcast(dtypes::float16).cast(dtypes::float32); }
+Tensor bf16(const Blocks& b) {
+  return (b.u16(0).cast(dtypes::uint32) * 65536).bitcast(dtypes::float32);
+}
+Tensor f32(const Blocks& b) { return b.u32(0).bitcast(dtypes::float32); }
+
+using Expr = Tensor (*)(const Blocks&);
+const std::map<GgmlType, Expr>& exprs() {
+  static const std::map<GgmlType, Expr> table = {
+      {GgmlType::F32, f32},     {GgmlType::F16, f16},       {GgmlType::BF16, bf16},
+      {GgmlType::Q8_0, q8_0},   {GgmlType::Q4_0, q4_0},     {GgmlType::Q4_1, q4_1},
+      {GgmlType::Q5_0, q5_0},   {GgmlType::Q5_1, q5_1},     {GgmlType::IQ4_NL, iq4_nl},
+      {GgmlType::MXFP4, mxfp4}, {GgmlType::Q4_K, q4_k},     {GgmlType::Q5_K, q5_k},
+      {GgmlType::Q6_K, q6_k},   {GgmlType::IQ4_XS, iq4_xs},
+  };
+  return table;
+}
+
+}  // namespace
+
+bool can_dequantize_lazy(GgmlType type) { return exprs().count(type) > 0; }
+
+Tensor dequantize_lazy(const Tensor& raw, GgmlType type, const std::vector<int64_t>& shape) {
+  const QuantFormat& f = format_of(type);
+  auto it = exprs().find(type);
+  if (it == exprs().end()) fail("dequantize_lazy: {} is not supported", f.name);
+  if (raw.dtype() != dtypes::uint8)
+    fail("dequantize_lazy {}: raw bytes must be uint8, got {}", f.name, to_string(raw.dtype()));
+  int64_t numel = 1;
+  for (int64_t d : shape) numel *= d;
+  if (numel % f.block_size != 0)
+    fail("dequantize_lazy {}: {} elements are not a multiple of the block size {}", f.name, numel,
+         f.block_size);
+  int64_t n_blocks = numel / f.block_size;
+  int64_t want = n_blocks * f.block_bytes;
+  if (raw.numel() != want)
+    fail("dequantize_lazy {}: {} elements need {} bytes, got {}", f.name, numel, want, raw.numel());
+  if (n_blocks == 0) return Tensor::zeros(shape, dtypes::float32, raw.device());
+  Blocks b(raw.reshape({n_blocks, static_cast<int64_t>(f.block_bytes)}));
+  return it->second(b).reshape(shape);
+}
+
+}  // namespace ugrad::llm
