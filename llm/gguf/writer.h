@@ -42,7 +42,8 @@ class GgufWriter {
   void set_bool(std::string_view key, bool v) { set_scalar(key, v); }
   /// Sets a STRING key.
   void set_string(std::string_view key, std::string_view v) { set(key, GgufValue(v)); }
-  /// Sets an ARRAY of a fixed-size type (T one of uint8_t..int64_t, float, double, bool).
+  /// Sets an ARRAY of a fixed-size type (T one of uint8_t..int64_t, float, double, bool); name T
+  /// explicitly, e.g. `set_array<int32_t>("tokenizer.ggml.token_type", types)`.
   template <typename T>
   void set_array(std::string_view key, std::span<const T> values);
   /// Sets an ARRAY of STRING.
