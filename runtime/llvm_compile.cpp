@@ -53,6 +53,10 @@ std::string join(const std::vector<std::string>& lines) {
 }
 
 bool is_f64_or_vec(llvm::Type* t) { return t->getScalarType()->isDoubleTy(); }
+bool is_wide_float(llvm::Type* t) {
+  llvm::Type* s = t->getScalarType();
+  return s->isFP128Ty() || s->isX86_FP80Ty() || s->isPPC_FP128Ty();
+}
 
 // WMMA fragment shapes differ per generation (wave32): gfx11 takes 16 f16/bf16 lanes per A/B
 // fragment and wants them replicated in both half-waves; gfx12 takes 8. A mismatch is a
@@ -85,6 +89,12 @@ void check_amdgpu_selectable(const llvm::Module& m, const LlvmTarget& target,
   for (const llvm::Function& f : m) {
     for (const llvm::BasicBlock& bb : f) {
       for (const llvm::Instruction& inst : bb) {
+        // fp128 / x86_fp80 / ppc_fp128 arithmetic: "unsupported libcall legalization"
+        bool wide_float = is_wide_float(inst.getType());
+        for (const llvm::Value* op : inst.operands()) wide_float |= is_wide_float(op->getType());
+        if (wide_float)
+          fail("amdgpu: {} '{}': 128/80-bit floating point is not supported on {}", what,
+               f.getName().str(), target.arch);
         if (auto* cast = llvm::dyn_cast<llvm::CastInst>(&inst)) {
           // uitofp/sitofp i1 -> bfloat: "Cannot select bf16 = uint_to_fp"
           if ((llvm::isa<llvm::UIToFPInst>(cast) || llvm::isa<llvm::SIToFPInst>(cast)) &&
@@ -106,6 +116,7 @@ void check_amdgpu_selectable(const llvm::Module& m, const LlvmTarget& target,
           case llvm::Intrinsic::log2:
           case llvm::Intrinsic::log10:
           case llvm::Intrinsic::pow:
+          case llvm::Intrinsic::powi:  // with a non-constant exponent: "Cannot select fpow"
             if (is_f64_or_vec(call->getType()))
               fail("amdgpu: {} '{}': {} on f64 has no lowering on {}; decompose it", what,
                    f.getName().str(), call->getCalledFunction()->getName().str(), target.arch);

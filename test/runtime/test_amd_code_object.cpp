@@ -349,6 +349,35 @@ define amdgpu_kernel void @K(ptr addrspace(1) %p, i32 %x) {
   ret void
 })";
     CHECK(error_of([&] { amd_compile(target, bf16, "K"); }).find("bfloat") != std::string::npos);
+    const char* fp128 = R"(
+define amdgpu_kernel void @K(ptr addrspace(1) %p) {
+  %v = load fp128, ptr addrspace(1) %p
+  %s = fmul fp128 %v, %v
+  store fp128 %s, ptr addrspace(1) %p
+  ret void
+})";
+    CHECK(error_of([&] { amd_compile(target, fp128, "K"); }).find("128/80-bit") !=
+          std::string::npos);
+    const char* powi = R"(
+declare double @llvm.powi.f64.i32(double, i32)
+define amdgpu_kernel void @K(ptr addrspace(1) %p, i32 %n) {
+  %v = load double, ptr addrspace(1) %p
+  %s = call double @llvm.powi.f64.i32(double %v, i32 %n)
+  store double %s, ptr addrspace(1) %p
+  ret void
+})";
+    CHECK(error_of([&] { amd_compile(target, powi, "K"); }).find("f64") != std::string::npos);
+    // Missing libcalls that LLVM reports as diagnostics (not aborts) become Errors too.
+    const char* tan = R"(
+declare float @llvm.tan.f32(float)
+define amdgpu_kernel void @K(ptr addrspace(1) %p) {
+  %v = load float, ptr addrspace(1) %p
+  %s = call float @llvm.tan.f32(float %v)
+  store float %s, ptr addrspace(1) %p
+  ret void
+})";
+    CHECK(error_of([&] { amd_compile(target, tan, "K"); }).find("no libcall available") !=
+          std::string::npos);
     CHECK(error_of([&] { amd_compile(target, "define void @f( {", "broken"); }).find("broken") !=
           std::string::npos);
     CHECK_THROWS_AS(amd_compile(cpu_target(), tk::kAmdAdd, "E_add"), Error);
