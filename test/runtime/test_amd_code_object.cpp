@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/amd_compile.h"
@@ -315,6 +316,20 @@ define amdgpu_kernel void @K() {
       AmdBinary subprocess = amd_compile(target, ir, "k", nullptr, AmdLinker::Subprocess);
       CHECK(in_process.code_object == subprocess.code_object);
     }
+  }
+
+  TEST_CASE("concurrent compiles are thread-safe and deterministic") {
+    LlvmTarget target = amdgpu_target("gfx1100");
+    const std::string_view irs[] = {tk::kAmdAdd, tk::kAmdLds, tk::kAmdWmma, tk::kAmdDot};
+    std::vector<std::vector<uint8_t>> serial;
+    for (auto ir : irs) serial.push_back(amd_compile(target, ir, "k").code_object);
+    std::vector<std::vector<uint8_t>> parallel(8);
+    std::vector<std::thread> threads;
+    for (size_t t = 0; t < parallel.size(); ++t)
+      threads.emplace_back(
+          [&, t] { parallel[t] = amd_compile(target, irs[t % 4], "k").code_object; });
+    for (auto& th : threads) th.join();
+    for (size_t t = 0; t < parallel.size(); ++t) CHECK(parallel[t] == serial[t % 4]);
   }
 
   TEST_CASE("every supported architecture, and unknown ones") {
