@@ -11,9 +11,11 @@
 #include "codegen/expand.h"
 #include "codegen/linearize.h"
 #include "codegen/lower_reduce.h"
+#include "codegen/ranges.h"
 #include "codegen/render_llvm.h"
 #include "uop/env.h"
 #include "uop/error.h"
+#include "uop/symbolic.h"
 
 namespace ugrad {
 
@@ -45,28 +47,33 @@ KernelSignature signature(const UOp& ast) {
   return sig;
 }
 
-// E_4_16 (elementwise) or r_16_32 (with a reduce): output loop extents, then reduce extents.
+// E_4_16 (elementwise) or r_16_32 (with a reduce): output axis extents, then reduce extents, in
+// axis order (scratch copy loops are not named).
 std::string base_name(const UOp& ast) {
-  std::vector<UOp> ranges = kernel_ranges(ast);
-  std::stable_sort(ranges.begin(), ranges.end(), [](const UOp& a, const UOp& b) {
-    auto red = [](const UOp& r) {
-      AxisType t = r.arg_as<RangeArg>().type;
-      return t == AxisType::Reduce || t == AxisType::Unroll;
-    };
-    return !red(a) && red(b);
-  });
-  bool reduce = false;
-  std::string name;
-  for (const UOp& r : ranges) {
-    const AxisType t = r.arg_as<RangeArg>().type;
-    reduce |= t == AxisType::Reduce || t == AxisType::Unroll;
-    std::string dim =
-        r.src(0).is_const() ? std::to_string(r.src(0).const_int()) : r.src(0).render();
-    for (char& c : dim)
-      if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-    name += "_" + dim;
-  }
-  return (reduce ? "r" : "E") + name;
+  const RangeMap open = open_ranges(ast);
+  std::vector<UOp> outs, reds;
+  for (const UOp& s : ast.src())
+    for (const UOp& r : open.at(s))
+      if (std::find(outs.begin(), outs.end(), r) == outs.end()) outs.push_back(r);
+  for (const UOp& u : ast.toposort())
+    if (u.op() == Op::REDUCE)
+      for (size_t i = 1; i < u.src().size(); ++i)
+        if (std::find(reds.begin(), reds.end(), u.src(i)) == reds.end()) reds.push_back(u.src(i));
+  auto by_axis = [](const UOp& a, const UOp& b) {
+    return a.arg_as<RangeArg>().axis < b.arg_as<RangeArg>().axis;
+  };
+  std::sort(outs.begin(), outs.end(), by_axis);
+  std::sort(reds.begin(), reds.end(), by_axis);
+  std::string name = reds.empty() ? "E" : "r";
+  for (const auto* list : {&outs, &reds})
+    for (const UOp& r : *list) {
+      std::string dim =
+          r.src(0).is_const() ? std::to_string(r.src(0).const_int()) : r.src(0).render();
+      for (char& c : dim)
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+      name += "_" + dim;
+    }
+  return name;
 }
 
 // Different ASTs with the same name get a suffix, so names identify kernels in a process.
@@ -126,10 +133,12 @@ KernelSource codegen(const UOp& ast, const CodegenTarget& target, const CodegenO
   if (debug >= 3) fmt::print("codegen {}: opts [{}]\n", ks.name, ks.opts_desc);
   if (debug >= 5) fmt::print("{}", k.print_graph());
   k = expand_ranges(k, !target.is_gpu);
+  k = graph_rewrite(k, pm_simplify_valid());
   k = lower_reduces(k);
   k = decompose(k, target);
   std::vector<UOp> program = linearize(k, ks.cpu_threads > 1);
-  if (debug >= 3) fmt::print("  passes: opt expand lower_reduce decomp linearize render_llvm\n");
+  if (debug >= 3)
+    fmt::print("  passes: opt expand symbolic lower_reduce decomp linearize render_llvm\n");
   if (debug >= 6) fmt::print("{}", print_linear(program));
   ks.src = render_llvm(program, sig, target, ks.entry);
   if (debug >= 4) fmt::print("{}\n", ks.src);

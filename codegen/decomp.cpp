@@ -54,6 +54,11 @@ bool alu_not_cast(Op op) { return is_alu(op) && op != Op::CAST && op != Op::BITC
 
 const PatternMatcher& pm_decomp() {
   static const PatternMatcher pm({
+      // INDEX(b, i, true) -> INDEX(b, i): a gate that always holds
+      {UPat(Op::INDEX, {UPat::var("b"), UPat::var("i"), UPat::cnst(1).with_dtype(dt_bool)}),
+       [](const Match& m) -> R {
+         return m.root().replace_src({m["b"], m["i"]});
+       }},
       // MULACC(a, b, c) -> a*b + c
       {UPat(Op::MULACC, {UPat::var("a"), UPat::var("b"), UPat::var("c")}),
        [](const Match& m) -> R { return m["a"] * m["b"] + m["c"]; }},

@@ -447,16 +447,10 @@ class Renderer {
       emit("{} = zext {} {} to {}", z, vt(t, v), x, mt);
       x = z;
     }
+    // The expander only keeps a vector axis along which stores are contiguous.
+    if (access_.at(idx) == Access::Gather)
+      internal_error("render_llvm: a store that is not contiguous along the vector axis");
     const size_t align = itemsize(t.base());
-    if (access_.at(idx) == Access::Gather) {
-      const std::string fn =
-          fmt::format("llvm.masked.scatter.v{}{}.{}", lanes_, mem_suffix(t), ptr_suffix());
-      declares_.insert(
-          fmt::format("declare void @{}({}, {}, i32, <{} x i1>)", fn, mt, ptr_vec_type(), lanes_));
-      emit("call void @{}({} {}, {} {}, i32 {}, <{} x i1> {})", fn, mt, x, ptr_vec_type(),
-           name(idx), align, lanes_, all_true());
-      return;
-    }
     emit("store {} {}, {} {}, align {}", mt, x, idx_ptr_type(idx), name(idx), align);
   }
 

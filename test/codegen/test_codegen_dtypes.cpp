@@ -126,23 +126,28 @@ TEST_CASE("every dtype: add, mul, max, compare, where, cast to float32 and back"
         sink({store(o_add, i, x + y), store(o_mul, i, x * y), store(o_max, i, x.max(y)),
               store(o_lt, i, x.lt(y)), store(o_f, i, x.lt(y).where(f, y.cast(dtypes::float32))),
               store(o_back, i, (f + UOp::cnst(dtypes::float32, 1)).cast(t))});
-    Kernel k = compile(ast);
-    std::vector<uint8_t> va = make(t, xs), vb = make(t, ys);
-    std::vector<uint8_t> r_add(N * itemsize(t)), r_mul(r_add.size()), r_max(r_add.size()), r_lt(N),
-        r_back(r_add.size());
-    std::vector<float> r_f(N);
-    k.run({r_add.data(), r_mul.data(), r_max.data(), r_lt.data(), r_f.data(), r_back.data(),
-           va.data(), vb.data()});
-    const bool is_b = is_bool(t);
-    for (int n = 0; n < N; ++n) {
-      double xv = get(t, va, n), yv = get(t, vb, n);
-      CAPTURE(n);
-      CHECK(get(t, r_add, n) == get(t, make(t, {is_b ? double(xv || yv) : xv + yv}), 0));
-      CHECK(get(t, r_mul, n) == get(t, make(t, {is_b ? double(xv && yv) : xv * yv}), 0));
-      CHECK(get(t, r_max, n) == std::max(xv, yv));
-      CHECK(get(dtypes::bool_, r_lt, n) == (xv < yv));
-      CHECK(r_f[n] == float(xv < yv ? xv : yv));
-      CHECK(get(t, r_back, n) == get(t, make(t, {is_b ? double(xv + 1 != 0) : xv + 1}), 0));
+    // Scalar code, and the same with 8 vector lanes.
+    for (const CodegenOptions& opts :
+         {CodegenOptions{.noopt = 1},
+          CodegenOptions{.opts = std::vector<Opt>{{OptType::Upcast, 0, 8}}}}) {
+      Kernel k = compile(ast, opts);
+      std::vector<uint8_t> va = make(t, xs), vb = make(t, ys);
+      std::vector<uint8_t> r_add(N * itemsize(t)), r_mul(r_add.size()), r_max(r_add.size()),
+          r_lt(N), r_back(r_add.size());
+      std::vector<float> r_f(N);
+      k.run({r_add.data(), r_mul.data(), r_max.data(), r_lt.data(), r_f.data(), r_back.data(),
+             va.data(), vb.data()});
+      const bool is_b = is_bool(t);
+      for (int n = 0; n < N; ++n) {
+        double xv = get(t, va, n), yv = get(t, vb, n);
+        CAPTURE(n);
+        CHECK(get(t, r_add, n) == get(t, make(t, {is_b ? double(xv || yv) : xv + yv}), 0));
+        CHECK(get(t, r_mul, n) == get(t, make(t, {is_b ? double(xv && yv) : xv * yv}), 0));
+        CHECK(get(t, r_max, n) == std::max(xv, yv));
+        CHECK(get(dtypes::bool_, r_lt, n) == (xv < yv));
+        CHECK(r_f[n] == float(xv < yv ? xv : yv));
+        CHECK(get(t, r_back, n) == get(t, make(t, {is_b ? double(xv + 1 != 0) : xv + 1}), 0));
+      }
     }
   }
 }
@@ -191,7 +196,7 @@ TEST_CASE("transcendentals and float16/bfloat16 reductions") {
        store(oh, UOp::cnst_int(dtypes::index, 0), reduce(xr.cast(dtypes::float16), Op::ADD, {r})),
        store(ob, UOp::cnst_int(dtypes::index, 0),
              reduce(xr.cast(dtypes::bfloat16), Op::MAX, {r}))});
-  Kernel k = compile(ast);
+  Kernel k = compile(ast, {.opts = std::vector<Opt>{{OptType::Upcast, 0, 16}}});
   std::vector<float> re(N);
   uint16_t rh = 0, rb = 0;
   k.run({re.data(), &rh, &rb, va.data()});

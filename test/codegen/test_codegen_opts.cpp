@@ -1,6 +1,8 @@
 // Differential tests: NOOPT vs the heuristic vs forced opts, 1 vs 2 cores.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "kernel_harness.h"
 #include "uop/error.h"
 
@@ -34,6 +36,10 @@ TEST_CASE("opts: NOOPT, heuristic, forced tiles and threads agree on a matmul") 
       {{OptType::Upcast, 1, 16}},
       {{OptType::Upcast, 0, 4}, {OptType::Upcast, 1, 8}, {OptType::Unroll, 2, 4}},
       {{OptType::Thread, 0, 2}, {OptType::Upcast, 1, 4}},
+      {{OptType::Upcast, 0, 4},
+       {OptType::Upcast, 1, 16},
+       {OptType::Pack, 0, 1},
+       {OptType::Thread, 1, 3}},
   };
   for (int64_t cores : {1, 2, 3}) {
     CAPTURE(cores);
@@ -78,4 +84,43 @@ TEST_CASE("a bad opt is an error naming it") {
   CHECK_THROWS_AS(
       codegen(ast, cpu_codegen_target(), {.opts = std::vector<Opt>{{OptType::Unroll, 0, 2}}}),
       Error);
+}
+
+TEST_CASE("threads: a full reduce broadcast into a threaded loop runs on every core") {
+  // out[i] = a[i] - max_j a[j]: the max has no output loop, yet every core needs it
+  const int N = 1000;
+  UOp out = buf(0, dtypes::float32, N), a = buf(1, dtypes::float32, N);
+  UOp i = UOp::range(N, 0), j = UOp::range(N, 1, AxisType::Reduce);
+  UOp ast = sink({store(out, i, load(a, i) - reduce(load(a, j), Op::MAX, {j}))});
+  Kernel k =
+      compile(ast, {.opts = std::vector<Opt>{{OptType::Thread, 0, 2}, {OptType::Upcast, 0, 4}}});
+  std::vector<float> va = randf(N, 31);
+  const float m = *std::max_element(va.begin(), va.end());
+  for (int64_t cores : {1, 2, 3}) {
+    std::vector<float> vo(N);
+    k.run({vo.data(), va.data()}, {}, cores);
+    for (int x = 0; x < N; ++x) CHECK(vo[x] == va[x] - m);
+  }
+}
+
+TEST_CASE("vector lanes: strided loads gather, gated loads are masked") {
+  // out[i, j] = a[j, i] (transpose: the vector axis j strides through a), plus a padded read
+  const int R = 8, C = 32;
+  UOp out = buf(0, dtypes::float32, R * C), a = buf(1, dtypes::float32, C * R),
+      p = buf(2, dtypes::float32, C - 4);
+  UOp i = UOp::range(R, 0), j = UOp::range(C, 1);
+  UOp valid = UOp(j.lt(4)).ne(UOp::cnst_bool(true));
+  UOp ast = sink({store(out, i * C + j, load(a, j * R + i) + load_gated(p, j - 4, valid))});
+  std::vector<float> va = randf(C * R, 32), vp = randf(C - 4, 33);
+  for (const auto& opts : {std::vector<Opt>{{OptType::Upcast, 1, 16}},
+                           std::vector<Opt>{{OptType::Upcast, 1, 8}, {OptType::Upcast, 0, 2}}}) {
+    CAPTURE(to_string(opts));
+    Kernel k = compile(ast, {.opts = opts});
+    CHECK(k.ks.src.find("llvm.masked.gather") != std::string::npos);
+    std::vector<float> vo(R * C);
+    k.run({vo.data(), va.data(), vp.data()});
+    for (int x = 0; x < R; ++x)
+      for (int y = 0; y < C; ++y)
+        CHECK(vo[x * C + y] == va[y * R + x] + (y >= 4 ? vp[y - 4] : 0.f));
+  }
 }
