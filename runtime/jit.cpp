@@ -60,16 +60,29 @@ std::vector<UOp> GraphJit::operator()(const std::vector<UOp>& inputs, const VarV
   }
   if (call == 1) {
     std::vector<UOp> outs;
+    std::vector<ExecItem> captured;
     {
       CaptureScope capture;
       outs = realize(fn_(inputs, vars), vars);
-      captured_ = std::move(capture.items);
+      captured = std::move(capture.items);
     }
-    captured_inputs_ = in_bufs;
+    launches_.clear();
+    for (const ExecItem& item : captured) {
+      Launch l{item.device, item.program, {}, {}, {}, {}};
+      for (size_t slot = 0; slot < item.buffers.size(); ++slot) {
+        l.keep.push_back(buffer_of(item.buffers[slot]));
+        l.handles.push_back(l.keep.back()->handle());
+        for (size_t i = 0; i < in_bufs.size(); ++i)
+          if (item.buffers[slot] == in_bufs[i]) l.input_slots.emplace_back(slot, i);
+      }
+      for (const UOp& v : item.program->source().vars)
+        l.var_names.push_back(v.arg_as<ParamArg>().name);
+      launches_.push_back(std::move(l));
+    }
     signature_ = sig;
     outputs_ = outs;
     if (debug_level() >= 1)
-      fmt::print(stderr, "{}: captured {} kernels with {} inputs\n", name_, captured_.size(),
+      fmt::print(stderr, "{}: captured {} kernels with {} inputs\n", name_, launches_.size(),
                  inputs.size());
     return outs;
   }
@@ -85,16 +98,33 @@ std::vector<UOp> GraphJit::operator()(const std::vector<UOp>& inputs, const VarV
            shape_str(sig[i].first), to_string(signature_[i].second),
            shape_str(signature_[i].first));
   }
-  if (debug_level() >= 1) fmt::print(stderr, "{}: replaying {} kernels\n", name_, captured_.size());
-  for (const ExecItem& item : captured_) {
-    ExecItem swapped = item;
-    for (UOp& b : swapped.buffers)
-      for (size_t i = 0; i < captured_inputs_.size(); ++i)
-        if (b == captured_inputs_[i]) b = in_bufs[i];
-    if (debug_level() >= 2) fmt::print(stderr, "  replay {}\n", item.program->source().name);
-    run_exec_item(swapped, vars);
-  }
+  replay(in_bufs, vars);
   return outputs_;
+}
+
+void GraphJit::replay(const std::vector<UOp>& in_bufs, const VarVals& vars) {
+  if (debug_level() >= 1) fmt::print(stderr, "{}: replaying {} kernels\n", name_, launches_.size());
+  std::vector<void*> in_handles;
+  in_handles.reserve(in_bufs.size());
+  for (const UOp& b : in_bufs) in_handles.push_back(buffer_of(b)->handle());
+  std::vector<void*> args;
+  std::vector<int64_t> vals;
+  for (const Launch& l : launches_) {
+    args.assign(l.handles.begin(), l.handles.end());
+    for (auto [slot, input] : l.input_slots) args[slot] = in_handles[input];
+    vals.clear();
+    for (size_t j = 0; j < l.var_names.size(); ++j) {
+      auto it = std::find_if(vars.begin(), vars.end(),
+                             [&](auto& kv) { return kv.first == l.var_names[j]; });
+      if (it == vars.end()) fail("{}: variable '{}' is not bound", name_, l.var_names[j]);
+      const ParamArg& p = l.program->source().vars[j].arg_as<ParamArg>();
+      if (it->second < p.lo || it->second > p.hi)
+        fail("variable '{}' = {} is outside its range [{}, {}]", p.name, it->second, p.lo, p.hi);
+      vals.push_back(it->second);
+    }
+    if (debug_level() >= 2) fmt::print(stderr, "  replay {}\n", l.program->source().name);
+    l.device->launch(*l.program, args, vals);
+  }
 }
 
 }  // namespace ugrad

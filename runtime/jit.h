@@ -57,14 +57,24 @@ class GraphJit {
   std::vector<UOp> operator()(const std::vector<UOp>& inputs, const VarVals& vars = {});
   int64_t calls() const { return calls_; }
   /// Number of kernels captured (0 before the capture call).
-  size_t captured_kernels() const { return captured_.size(); }
+  size_t captured_kernels() const { return launches_.size(); }
 
  private:
+  // A captured launch with everything resolved that does not change between calls.
+  struct Launch {
+    Device* device;
+    std::shared_ptr<Program> program;
+    std::vector<BufferRef> keep;                         // the captured buffers, kept alive
+    std::vector<void*> handles;                          // by slot
+    std::vector<std::pair<size_t, size_t>> input_slots;  // (slot, input index) swapped per call
+    std::vector<std::string> var_names;                  // the program's variables, in order
+  };
+  void replay(const std::vector<UOp>& in_bufs, const VarVals& vars);
+
   Fn fn_;
   std::string name_;
   int64_t calls_ = 0;
-  std::vector<ExecItem> captured_;
-  std::vector<UOp> captured_inputs_;  // BUFFER nodes of the capture call's inputs
+  std::vector<Launch> launches_;
   std::vector<std::pair<Shape, DType>> signature_;
   std::vector<UOp> outputs_;
 };
