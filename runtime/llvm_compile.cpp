@@ -17,6 +17,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <chrono>
+#include <unordered_map>
 
 #include "runtime/llvm_impl.h"
 #include "uop/error.h"
@@ -132,6 +133,15 @@ void check_amdgpu_selectable(const llvm::Module& m, const LlvmTarget& target,
   }
 }
 
+// TargetMachines are not safe to share between threads but are fine to reuse serially; creating
+// one costs ~0.5 ms for the host (its feature string is long), so each thread keeps its own.
+llvm::TargetMachine& thread_target_machine(const LlvmTarget& target) {
+  thread_local std::unordered_map<std::string, std::unique_ptr<llvm::TargetMachine>> machines;
+  std::unique_ptr<llvm::TargetMachine>& tm = machines[target.cache_key()];
+  if (!tm) tm = llvm_impl::make_target_machine(target);
+  return *tm;
+}
+
 void optimize(llvm::Module& m, llvm::TargetMachine& tm, int opt_level) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
@@ -162,7 +172,7 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm, int opt_level) {
 std::string llvm_compile(const LlvmTarget& target, std::string_view ir_text, LlvmOutput output,
                          std::string_view what, LlvmPhaseTimes* times) {
   auto t0 = Clock::now();
-  std::unique_ptr<llvm::TargetMachine> tm = llvm_impl::make_target_machine(target);
+  llvm::TargetMachine* tm = &thread_target_machine(target);
   llvm::LLVMContext ctx;
   std::vector<std::string> errors;
   ctx.setDiagnosticHandler(std::make_unique<CollectErrors>(&errors));

@@ -1,6 +1,6 @@
 // LLVM IR text -> optimized object bytes or assembly text, for any LlvmTarget. This is the one
 // place that runs LLVM's new pass manager; everything else hands it IR text and gets bytes back.
-// Thread-safe: each call owns its LLVMContext and TargetMachine.
+// Thread-safe: each call owns its LLVMContext; each thread keeps its own TargetMachines.
 #pragma once
 #include <cstdint>
 #include <string>
