@@ -1,0 +1,50 @@
+// Helpers for test_llm_model: a hand-built Qwen3 GGUF whose metadata and tensor list each test
+// can edit before building it, temporary files, and error capture.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "llm/gguf/gguf.h"
+#include "llm/quant/formats.h"
+
+namespace ugrad::llm::test {
+
+struct TensorSpec {
+  TensorSpec(std::string n, std::vector<uint64_t> d, GgmlType t = GgmlType::F32)
+      : name(std::move(n)), dims(std::move(d)), type(t) {}
+  std::string name;
+  std::vector<uint64_t> dims;
+  GgmlType type = GgmlType::F32;
+  std::vector<float> values;  // F32 data; empty means zeros (any type)
+};
+
+/// A Qwen3 model as editable metadata and tensor lists. build() writes it to an in-memory GGUF.
+struct ToyModel {
+  using Value = std::variant<uint32_t, float, std::string>;
+  std::map<std::string, Value> metadata;
+  std::vector<TensorSpec> tensors;
+
+  /// The spec of a tensor by name (Error if absent).
+  TensorSpec& tensor(const std::string& name);
+  const TensorSpec& tensor(const std::string& name) const;
+  /// Removes a tensor by name (Error if absent).
+  void remove_tensor(const std::string& name);
+  GgufFile build() const;
+};
+
+/// A consistent qwen3 toy: every key of §5.1, a tokens array of `vocab` entries, zero tensors.
+ToyModel toy_qwen3(uint32_t n_layers = 2, uint32_t dim = 8, uint32_t n_heads = 2,
+                   uint32_t n_kv_heads = 1, uint32_t head_dim = 4, uint32_t ffn_dim = 12,
+                   uint32_t vocab = 10);
+
+/// The message of the Error `fn` throws, or "" if it throws nothing.
+std::string error_of(const std::function<void()>& fn);
+
+/// A path in a fresh per-process temporary directory (removed at exit).
+std::string temp_path(const std::string& name);
+
+}  // namespace ugrad::llm::test
