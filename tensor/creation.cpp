@@ -3,6 +3,8 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 #include "runtime/realize.h"
 #include "tensor/tensor.h"
@@ -163,11 +165,23 @@ Tensor Tensor::arange(double start, double stop, double step, DType dtype,
   return from_ints(v, {n}, dtype, device);
 }
 
+Tensor tensor_detail::index_range(int64_t n, const std::string& device) {
+  static std::mutex mutex;
+  static std::map<std::pair<int64_t, std::string>, Tensor> cache;
+  std::string dev = resolve_device(device);
+  std::lock_guard lock(mutex);
+  auto key = std::make_pair(n, dev);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  Tensor t = Tensor::arange(n, dtypes::int32, dev);
+  cache.emplace(key, t);
+  return t;
+}
+
 Tensor Tensor::eye(int64_t n, std::optional<int64_t> m, DType dtype, const std::string& device) {
   int64_t cols = m.value_or(n);
   check_dims({n, cols}, "eye");
-  Tensor rows = arange(n, dtypes::int32, device).reshape({n, 1});
-  Tensor columns = arange(cols, dtypes::int32, device).reshape({1, cols});
+  Tensor rows = index_range(n, device).reshape({n, 1});
+  Tensor columns = index_range(cols, device).reshape({1, cols});
   return rows.eq(columns).cast(dtype);
 }
 

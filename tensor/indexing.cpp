@@ -19,15 +19,15 @@ void need_index(const Tensor& idx, std::string_view op) {
 Tensor arange_last(int64_t n, int64_t rank, const std::string& device) {
   std::vector<int64_t> s(rank, 1);
   s.back() = n;
-  return Tensor::arange(n, dtypes::int32, device).reshape(s);
+  return index_range(n, device).reshape(s);
 }
 
 // Keeps x where mask(row, col) holds for the last two axes (row i, col j: the predicate on j - i).
 Tensor triangle(const Tensor& x, int64_t k, bool upper, std::string_view op) {
   if (x.ndim() < 2) fail("{}: needs at least 2 dims, got shape {}", op, shape_str(x.shape()));
   int64_t rows = x.size(-2), cols = x.size(-1);
-  Tensor i = Tensor::arange(rows, dtypes::int32, x.device()).reshape({rows, 1});
-  Tensor j = Tensor::arange(cols, dtypes::int32, x.device()).reshape({1, cols});
+  Tensor i = index_range(rows, x.device()).reshape({rows, 1});
+  Tensor j = index_range(cols, x.device()).reshape({1, cols});
   Tensor diff = j - i;  // column minus row
   Tensor mask = upper ? diff.ge(k) : diff.le(k);
   return mask.where(x, 0).cast(x.dtype());

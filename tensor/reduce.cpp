@@ -99,8 +99,7 @@ Tensor Tensor::argmax(std::optional<int64_t> axis, bool keepdim) const {
   // The first maximum: candidates count down from n at index 0, so the largest wins.
   std::vector<int64_t> idx_shape(ndim(), 1);
   idx_shape[a] = n;
-  Tensor countdown =
-      arange(static_cast<double>(n), 0, -1, dtypes::int32, device()).reshape(idx_shape);
+  Tensor countdown = n - index_range(n, device()).reshape(idx_shape);
   Tensor cand = eq(max({a}, true)).where(countdown, 0);
   return drop_axes(n - cand.max({a}, true), {a}, keepdim).cast(dtypes::int32);
 }
