@@ -1,6 +1,8 @@
 // Sums as term lists, and pm_like_terms: a flattened sum with like terms collected, div/mod pairs
 // recombined and its constant last. The rule only fires when that changes the sum, and the rebuilt
 // form is a fixed point of the rule, so rewriting terminates.
+#include "uop/symbolic_impl.h"
+
 #include <algorithm>
 #include <limits>
 #include <numeric>
@@ -8,7 +10,6 @@
 
 #include "uop/alu.h"
 #include "uop/symbolic.h"
-#include "uop/symbolic_impl.h"
 
 namespace ugrad {
 namespace sym {

@@ -171,18 +171,21 @@ Bounds checked(const UOp& u) {
   return b;
 }
 
+bool cached(const UOp& u) { return u.node()->has_bounds.load(std::memory_order_acquire); }
+
+void store(const UOp& u) {
+  const UOpNode* n = u.node();
+  Bounds b = checked(u);
+  n->bound_min.store(static_cast<int64_t>(b.lo));
+  n->bound_max.store(static_cast<int64_t>(b.hi));
+  n->has_bounds.store(true, std::memory_order_release);
+}
+
 void ensure_bounds(const UOp& root) {
-  if (root.node()->has_bounds.load(std::memory_order_acquire)) return;
-  auto uncached = [](const UOp& u) {
-    return !u.node()->has_bounds.load(std::memory_order_acquire);
-  };
-  for (const UOp& u : root.toposort(uncached)) {
-    const UOpNode* n = u.node();
-    Bounds b = checked(u);
-    n->bound_min.store(static_cast<int64_t>(b.lo));
-    n->bound_max.store(static_cast<int64_t>(b.hi));
-    n->has_bounds.store(true, std::memory_order_release);
-  }
+  if (cached(root)) return;
+  // The common case while rewriting: a new node over analysed sources needs no graph walk.
+  if (std::all_of(root.src().begin(), root.src().end(), cached)) return store(root);
+  for (const UOp& u : root.toposort([](const UOp& u) { return !cached(u); })) store(u);
 }
 
 }  // namespace
