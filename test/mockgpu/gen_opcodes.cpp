@@ -139,27 +139,34 @@ int main() {
   enumerate(mc, rows, "SOPK", 0x1D, false, 2, [&](unsigned op, int f) {
     return W{0xB0000000u | op << 23 | pick(f, 0, 2) << 16 | 0x10u, 0};
   });
-  enumerate(mc, rows, "SOPC", 128, false, 1,
-            [](unsigned op, int) { return W{0xBF000000u | op << 16 | 6u << 8 | 4u, 0}; });
-  enumerate(mc, rows, "SOPP", 128, false, 2,
-            [&](unsigned op, int f) { return W{0xBF800000u | op << 16 | pick(f, 0, 1), 0}; });
+  enumerate(mc, rows, "SOPC", 128, false, 1, [](unsigned op, int) {
+    return W{0xBF000000u | op << 16 | 6u << 8 | 4u, 0};
+  });
+  enumerate(mc, rows, "SOPP", 128, false, 2, [&](unsigned op, int f) {
+    return W{0xBF800000u | op << 16 | pick(f, 0, 1), 0};
+  });
   enumerate(mc, rows, "SMEM", 256, true, 4, [&](unsigned op, int f) {
-    return W{0xF4000000u | op << 18 | pick(f, 0, 8) << 6 | pick(f, 1, 2),
-             124u << 25 | 0x10u};
+    return W{0xF4000000u | op << 18 | pick(f, 0, 8) << 6 | pick(f, 1, 2), 124u << 25 | 0x10u};
   });
   // Vector formats: v4/v6/v8 sources, v2 (or an SGPR carry-out) destinations.
   enumerate(mc, rows, "VOP1", 256, false, 2, [&](unsigned op, int f) {
     return W{0x7E000000u | pick(f, 0, 2) << 17 | op << 9 | (kV + 4), 0};
   });
-  enumerate(mc, rows, "VOP2", 62, false, 1,
-            [](unsigned op, int) { return W{op << 25 | 2u << 17 | 6u << 9 | (kV + 4), 0}; });
-  enumerate(mc, rows, "VOPC", 256, false, 1,
-            [](unsigned op, int) { return W{0x7C000000u | op << 17 | 6u << 9 | (kV + 4), 0}; });
+  enumerate(mc, rows, "VOP2", 62, false, 1, [](unsigned op, int) {
+    return W{op << 25 | 2u << 17 | 6u << 9 | (kV + 4), 0};
+  });
+  enumerate(mc, rows, "VOPC", 256, false, 1, [](unsigned op, int) {
+    return W{0x7C000000u | op << 17 | 6u << 9 | (kV + 4), 0};
+  });
   enumerate(mc, rows, "VOP3", 1024, true, 24, [&](unsigned op, int f) {
     uint32_t sdst = f & 1 ? 106u << 8 : 0u;  // VOP3SD: sdst = vcc_lo
     uint32_t src1 = f & 2 ? 0u : kV + 6;
-    uint32_t src2 = (f >> 2) == 0 ? kV + 8 : (f >> 2) == 1 ? 106u : (f >> 2) == 2 ? 0u
-                    : (f >> 2) == 3 ? 0u : (f >> 2) == 4 ? kV + 8 : 106u;
+    uint32_t src2 = (f >> 2) == 0   ? kV + 8
+                    : (f >> 2) == 1 ? 106u
+                    : (f >> 2) == 2 ? 0u
+                    : (f >> 2) == 3 ? 0u
+                    : (f >> 2) == 4 ? kV + 8
+                                    : 106u;
     uint32_t dst = (f >> 2) >= 3 ? 0u : 2u;
     return W{0xD4000000u | op << 16 | sdst | dst, src2 << 18 | src1 << 9 | (kV + 4)};
   });
