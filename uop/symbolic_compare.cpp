@@ -102,44 +102,45 @@ R cancel_sides(const UOp& root) {
   return UOp::make(root.op(), root.dtype(), {lhs, rhs});
 }
 
-UPat ix = UPat::var("x", index_dt);
-UPat c0 = UPat::cvar("c0"), c1 = UPat::cvar("c1");
-
 }  // namespace
 
 const PatternMatcher& pm_compare() {
-  static const PatternMatcher pm({
-      // x//c < d -> x < d*c (d >= 1), x < (d-1)*c + 1 (d <= 0), for c > 0
-      {lt(idiv(ix, c0), c1),
-       [](const Match& m) -> R {
-         int64_t c = m["c0"].const_int(), d = m["c1"].const_int();
-         if (c <= 0) return std::nullopt;
-         auto bound = d >= 1 ? checked_mul(d, c) : checked_mul(d - 1, c);
-         if (!bound || (d < 1 && !checked_add(*bound, 1))) return std::nullopt;
-         return m["x"].lt(d >= 1 ? *bound : *bound + 1);
-       }},
-      // d < x//c -> (d+1)*c - 1 < x (d >= 0), d*c < x (d < 0), for c > 0
-      {lt(c1, idiv(ix, c0)),
-       [](const Match& m) -> R {
-         int64_t c = m["c0"].const_int(), d = m["c1"].const_int();
-         if (c <= 0 || d == std::numeric_limits<int64_t>::max()) return std::nullopt;
-         auto bound = d >= 0 ? checked_mul(d + 1, c) : checked_mul(d, c);
-         if (!bound) return std::nullopt;
-         return m["x"].const_int_like(d >= 0 ? *bound - 1 : *bound).lt(m["x"]);
-       }},
-      // c0*x + k < d -> x < ceil((d-k)/c0); -x < d -> -d < x (and sums with a common factor)
-      {lt(ix, c1),
-       [](const Match& m) { return lt_sum_const(m.root(), m["x"], m["c1"].const_int()); }},
-      // c < c0*x + k -> floor((c-k)/c0) < x
-      {lt(c0, ix),
-       [](const Match& m) { return lt_const_sum(m.root(), m["c0"].const_int(), m["x"]); }},
-      // a + x < b + x -> a - b < 0, likewise != and == (terms cancel across the sides)
-      {UPat::ops({Op::CMPLT, Op::CMPNE, Op::CMPEQ}, {ix, UPat::var("y", index_dt)}),
-       [](const Match& m) { return cancel_sides(m.root()); }},
-      // c0*x + k != d -> x != (d-k)/c0, or True when c0 does not divide d-k (== likewise)
-      {UPat::ops({Op::CMPNE, Op::CMPEQ}, {ix, c1}),
-       [](const Match& m) { return ne_sum_const(m.root(), m["x"], m["c1"].const_int()); }},
-  });
+  static const PatternMatcher pm = [] {
+    UPat ix = UPat::var("x", index_dt);
+    UPat c0 = UPat::cvar("c0"), c1 = UPat::cvar("c1");
+    return PatternMatcher({
+        // x//c < d -> x < d*c (d >= 1), x < (d-1)*c + 1 (d <= 0), for c > 0
+        {lt(idiv(ix, c0), c1),
+         [](const Match& m) -> R {
+           int64_t c = m["c0"].const_int(), d = m["c1"].const_int();
+           if (c <= 0) return std::nullopt;
+           auto bound = d >= 1 ? checked_mul(d, c) : checked_mul(d - 1, c);
+           if (!bound || (d < 1 && !checked_add(*bound, 1))) return std::nullopt;
+           return m["x"].lt(d >= 1 ? *bound : *bound + 1);
+         }},
+        // d < x//c -> (d+1)*c - 1 < x (d >= 0), d*c < x (d < 0), for c > 0
+        {lt(c1, idiv(ix, c0)),
+         [](const Match& m) -> R {
+           int64_t c = m["c0"].const_int(), d = m["c1"].const_int();
+           if (c <= 0 || d == std::numeric_limits<int64_t>::max()) return std::nullopt;
+           auto bound = d >= 0 ? checked_mul(d + 1, c) : checked_mul(d, c);
+           if (!bound) return std::nullopt;
+           return m["x"].const_int_like(d >= 0 ? *bound - 1 : *bound).lt(m["x"]);
+         }},
+        // c0*x + k < d -> x < ceil((d-k)/c0); -x < d -> -d < x (and sums with a common factor)
+        {lt(ix, c1),
+         [](const Match& m) { return lt_sum_const(m.root(), m["x"], m["c1"].const_int()); }},
+        // c < c0*x + k -> floor((c-k)/c0) < x
+        {lt(c0, ix),
+         [](const Match& m) { return lt_const_sum(m.root(), m["c0"].const_int(), m["x"]); }},
+        // a + x < b + x -> a - b < 0, likewise != and == (terms cancel across the sides)
+        {UPat::ops({Op::CMPLT, Op::CMPNE, Op::CMPEQ}, {ix, UPat::var("y", index_dt)}),
+         [](const Match& m) { return cancel_sides(m.root()); }},
+        // c0*x + k != d -> x != (d-k)/c0, or True when c0 does not divide d-k (== likewise)
+        {UPat::ops({Op::CMPNE, Op::CMPEQ}, {ix, c1}),
+         [](const Match& m) { return ne_sum_const(m.root(), m["x"], m["c1"].const_int()); }},
+    });
+  }();
   return pm;
 }
 

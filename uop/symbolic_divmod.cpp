@@ -99,51 +99,52 @@ R fold_divmod(const Match& m) {
   return fold_divmod_const(x, c, is_mod);
 }
 
-UPat ix = UPat::var("x", exact_scalar);
-UPat cpos = UPat::cvar("c");
-UPat c0 = UPat::cvar("c0"), c1 = UPat::cvar("c1");
-
 }  // namespace
 
 const PatternMatcher& pm_divmod() {
-  static const PatternMatcher pm({
-      // (x // c0) // c1 -> x // (c0*c1), c0, c1 > 0
-      {idiv(idiv(ix, c0), c1),
-       [](const Match& m) -> R {
-         int64_t a = m["c0"].const_int(), b = m["c1"].const_int();
-         auto ab = checked_mul(a, b);
-         if (a <= 0 || b <= 0 || !ab) return std::nullopt;
-         return m["x"].idiv(*ab);
-       }},
-      // (x % m) % c -> x % c when c | m (the sign of x is kept by both)
-      {(ix % c0) % c1,
-       [](const Match& m) -> R {
-         int64_t a = m["c0"].const_int(), b = m["c1"].const_int();
-         if (a <= 0 || b <= 0 || a % b != 0) return std::nullopt;
-         return m["x"] % b;
-       }},
-      // (x % (c*d)) // c -> (x // c) % d
-      {idiv(ix % c0, c1),
-       [](const Match& m) -> R {
-         int64_t a = m["c0"].const_int(), b = m["c1"].const_int();
-         if (a <= 0 || b <= 0 || a % b != 0) return std::nullopt;
-         return m["x"].idiv(b) % (a / b);
-       }},
-      // RANGE(n) % n -> RANGE(n), RANGE(n) // n -> 0
-      {UPat(Op::RANGE, {UPat::var("n")}).named("r") % UPat::var("n"),
-       [](const Match& m) { return m["r"]; }},
-      {idiv(UPat(Op::RANGE, {UPat::var("n")}).named("r"), UPat::var("n")),
-       [](const Match& m) { return m["r"].const_int_like(0); }},
-      // x // y -> 0 and x % y -> x when 0 <= x < y over the ranges
-      {UPat::ops({Op::IDIV, Op::MOD}, {ix, UPat::var("y")}),
-       [](const Match& m) -> R {
-         const UOp &x = m["x"], &y = m["y"];
-         if (x.vmin() < 0 || x.vmax() >= y.vmin()) return std::nullopt;
-         return m.root().op() == Op::MOD ? x : x.const_int_like(0);
-       }},
-      // x // c, x % c for constant c: see fold_divmod_const
-      {UPat::ops({Op::IDIV, Op::MOD}, {ix, cpos}), fold_divmod},
-  });
+  static const PatternMatcher pm = [] {
+    UPat ix = UPat::var("x", exact_scalar);
+    UPat cpos = UPat::cvar("c");
+    UPat c0 = UPat::cvar("c0"), c1 = UPat::cvar("c1");
+    return PatternMatcher({
+        // (x // c0) // c1 -> x // (c0*c1), c0, c1 > 0
+        {idiv(idiv(ix, c0), c1),
+         [](const Match& m) -> R {
+           int64_t a = m["c0"].const_int(), b = m["c1"].const_int();
+           auto ab = checked_mul(a, b);
+           if (a <= 0 || b <= 0 || !ab) return std::nullopt;
+           return m["x"].idiv(*ab);
+         }},
+        // (x % m) % c -> x % c when c | m (the sign of x is kept by both)
+        {(ix % c0) % c1,
+         [](const Match& m) -> R {
+           int64_t a = m["c0"].const_int(), b = m["c1"].const_int();
+           if (a <= 0 || b <= 0 || a % b != 0) return std::nullopt;
+           return m["x"] % b;
+         }},
+        // (x % (c*d)) // c -> (x // c) % d
+        {idiv(ix % c0, c1),
+         [](const Match& m) -> R {
+           int64_t a = m["c0"].const_int(), b = m["c1"].const_int();
+           if (a <= 0 || b <= 0 || a % b != 0) return std::nullopt;
+           return m["x"].idiv(b) % (a / b);
+         }},
+        // RANGE(n) % n -> RANGE(n), RANGE(n) // n -> 0
+        {UPat(Op::RANGE, {UPat::var("n")}).named("r") % UPat::var("n"),
+         [](const Match& m) { return m["r"]; }},
+        {idiv(UPat(Op::RANGE, {UPat::var("n")}).named("r"), UPat::var("n")),
+         [](const Match& m) { return m["r"].const_int_like(0); }},
+        // x // y -> 0 and x % y -> x when 0 <= x < y over the ranges
+        {UPat::ops({Op::IDIV, Op::MOD}, {ix, UPat::var("y")}),
+         [](const Match& m) -> R {
+           const UOp &x = m["x"], &y = m["y"];
+           if (x.vmin() < 0 || x.vmax() >= y.vmin()) return std::nullopt;
+           return m.root().op() == Op::MOD ? x : x.const_int_like(0);
+         }},
+        // x // c, x % c for constant c: see fold_divmod_const
+        {UPat::ops({Op::IDIV, Op::MOD}, {ix, cpos}), fold_divmod},
+    });
+  }();
   return pm;
 }
 
