@@ -56,8 +56,9 @@ std::vector<float> pattern(size_t n, double salt, double scale = 0.5) {
   return v;
 }
 
-ToyModel hand_model(double q_salt = 4.0, float theta = 10000.0f) {
+ToyModel hand_model(double q_salt = 4.0, float theta = 10000.0f, bool untied = false) {
   ToyModel m = toy_qwen3(1, kDim, kHeads, kKvHeads, kHeadDim, kFfn, kVocab);
+  if (untied) m.tensors.push_back({"output.weight", {kDim, kVocab}});
   m.metadata["qwen3.rope.freq_base"] = theta;
   double salt = 0;
   for (TensorSpec& t : m.tensors) {
@@ -99,13 +100,59 @@ struct HandMath {
   Vec v_proj(int32_t t) const {
     return mv("blk.0.attn_v.weight", rms(embed(t), "blk.0.attn_norm.weight"), kKvHeads * kHeadDim);
   }
-  // The rest of the layer and the head, given the attention's per-KV-head output `a`.
-  std::vector<float> logits_after_attention(int32_t t, const Vec& a) const {
+  // Per-query-head attention output when every query head h reads KV head a[h / group].
+  static Vec expand_kv(const Vec& a) {
     Vec heads;  // query heads 0,1 read KV head 0; heads 2,3 read KV head 1 (grouped GQA)
     for (uint32_t h = 0; h < kHeads; ++h) {
       const uint32_t g = h / (kHeads / kKvHeads);
       heads.insert(heads.end(), a.begin() + g * kHeadDim, a.begin() + (g + 1) * kHeadDim);
     }
+    return heads;
+  }
+  // Head `head` of projection `proj` (q or k) at position pos: per-head RMSNorm, NEOX RoPE.
+  Vec q_or_k(int32_t t, uint32_t pos, const std::string& proj, const std::string& norm,
+             uint32_t n_heads, uint32_t head, double theta) const {
+    const Vec all = mv(proj, rms(embed(t), "blk.0.attn_norm.weight"), n_heads * kHeadDim);
+    Vec x(all.begin() + head * kHeadDim, all.begin() + (head + 1) * kHeadDim);
+    x = rms(x, norm);
+    const uint32_t half = kHeadDim / 2;
+    Vec y = x;
+    for (uint32_t i = 0; i < half; ++i) {
+      const double a = pos * std::pow(theta, -2.0 * i / kHeadDim);
+      y[i] = x[i] * std::cos(a) - x[i + half] * std::sin(a);
+      y[i + half] = x[i] * std::sin(a) + x[i + half] * std::cos(a);
+    }
+    return y;
+  }
+  // Attention of the last token of `tokens` over all of them, per query head, concatenated.
+  Vec attention(const std::vector<int32_t>& tokens, double theta) const {
+    const uint32_t p = uint32_t(tokens.size() - 1);
+    Vec heads;
+    for (uint32_t h = 0; h < kHeads; ++h) {
+      const uint32_t g = h / (kHeads / kKvHeads);
+      const Vec q =
+          q_or_k(tokens[p], p, "blk.0.attn_q.weight", "blk.0.attn_q_norm.weight", kHeads, h, theta);
+      Vec weights;
+      for (uint32_t j = 0; j <= p; ++j) {
+        const Vec k = q_or_k(tokens[j], j, "blk.0.attn_k.weight", "blk.0.attn_k_norm.weight",
+                             kKvHeads, g, theta);
+        double dot = 0;
+        for (uint32_t d = 0; d < kHeadDim; ++d) dot += q[d] * k[d];
+        weights.push_back(std::exp(dot / std::sqrt(double(kHeadDim))));
+      }
+      double total = 0;
+      for (double e : weights) total += e;
+      Vec out(kHeadDim, 0.0);
+      for (uint32_t j = 0; j <= p; ++j) {
+        const Vec v = v_proj(tokens[j]);
+        for (uint32_t d = 0; d < kHeadDim; ++d) out[d] += weights[j] / total * v[g * kHeadDim + d];
+      }
+      heads.insert(heads.end(), out.begin(), out.end());
+    }
+    return heads;
+  }
+  // The rest of the layer and the output head, given the concatenated attention heads.
+  std::vector<float> logits_after_attention(int32_t t, const Vec& heads) const {
     Vec x = embed(t);
     const Vec o = mv("blk.0.attn_output.weight", heads, kDim);
     for (size_t i = 0; i < kDim; ++i) x[i] += o[i];
@@ -115,7 +162,10 @@ struct HandMath {
     for (size_t i = 0; i < kFfn; ++i) act[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
     const Vec d = mv("blk.0.ffn_down.weight", act, kDim);
     for (size_t i = 0; i < kDim; ++i) x[i] += d[i];
-    const Vec logits = mv("token_embd.weight", rms(x, "output_norm.weight"), kVocab);
+    const bool tied = std::none_of(m.tensors.begin(), m.tensors.end(),
+                                   [](const TensorSpec& t) { return t.name == "output.weight"; });
+    const Vec logits =
+        mv(tied ? "token_embd.weight" : "output.weight", rms(x, "output_norm.weight"), kVocab);
     return std::vector<float>(logits.begin(), logits.end());
   }
 };
@@ -129,13 +179,16 @@ void check_close(const std::vector<float>& got, const std::vector<float>& want, 
 }
 
 TEST_CASE("reference: at position 0 attention is the V projection (hand-set model)") {
-  const ToyModel m = hand_model();
-  ReferenceQwen3 ref(m.build());
-  const HandMath hand{m};
-  for (int32_t t = 0; t < int32_t(kVocab); ++t) {
-    INFO("token ", t);
-    ref.reset();
-    check_close(ref.forward(t, 0), hand.logits_after_attention(t, hand.v_proj(t)), 1e-6);
+  for (const bool untied : {false, true}) {
+    const ToyModel m = hand_model(4.0, 10000.0f, untied);
+    ReferenceQwen3 ref(m.build());
+    const HandMath hand{m};
+    for (int32_t t = 0; t < int32_t(kVocab); ++t) {
+      INFO("token ", t, untied ? " (untied output)" : " (tied output)");
+      ref.reset();
+      check_close(ref.forward(t, 0),
+                  hand.logits_after_attention(t, HandMath::expand_kv(hand.v_proj(t))), 1e-6);
+    }
   }
 }
 
@@ -152,7 +205,22 @@ TEST_CASE("reference: with Wq = 0 attention averages V over the prefix (hand-set
     Vec mean(v.size());
     for (size_t i = 0; i < v.size(); ++i) mean[i] = (sum[i] += v[i]) / double(p + 1);
     INFO("position ", p);
-    check_close(ref.forward(tokens[p], p), hand.logits_after_attention(tokens[p], mean), 1e-6);
+    check_close(ref.forward(tokens[p], p),
+                hand.logits_after_attention(tokens[p], HandMath::expand_kv(mean)), 1e-6);
+  }
+}
+
+TEST_CASE("reference: attention over a prefix with per-head q/k norms and RoPE (hand-set model)") {
+  const double theta = 10000.0;
+  const ToyModel m = hand_model(4.0, float(theta));
+  ReferenceQwen3 ref(m.build());
+  const HandMath hand{m};
+  const std::vector<int32_t> tokens = {1, 4, 2, 2};
+  for (uint32_t p = 0; p < tokens.size(); ++p) {
+    INFO("position ", p);
+    const std::vector<int32_t> prefix(tokens.begin(), tokens.begin() + p + 1);
+    check_close(ref.forward(tokens[p], p),
+                hand.logits_after_attention(tokens[p], hand.attention(prefix, theta)), 1e-6);
   }
 }
 
