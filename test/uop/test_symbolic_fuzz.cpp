@@ -1,7 +1,8 @@
-// Symbolic fuzz: random integer expressions over random variables and ranges are simplified, then
-// original and simplified are evaluated at random points inside the ranges by an evaluator written
-// here (int64, C semantics; independent of exec_alu and the rules). Values must agree, and the
-// simplified (and original) vmin/vmax must contain every sampled value.
+// Symbolic fuzz: random integer expressions (index, and int8 with wraparound) over random variables
+// and ranges are simplified, then original and simplified are evaluated at random points inside the
+// ranges by an evaluator written here (int64, C semantics, narrow ints wrapped; independent of
+// exec_alu and the rules). Values must agree, and the simplified (and original) vmin/vmax must
+// contain every sampled value. A simplified graph must also pass the verifier.
 #include <doctest/doctest.h>
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 #include <unordered_map>
 
 #include "uop/symbolic.h"
+#include "uop/verify.h"
 
 using namespace ugrad;
 
@@ -88,22 +90,31 @@ int64_t eval(const UOp& root, const Env& env) {
       case Op::WHERE:
         v = s(0) ? s(1) : s(2);
         break;
+      case Op::CAST:
+        v = s(0);  // wrapped to the dtype below
+        break;
       default:
         FAIL("the evaluator does not know ", op_name(u.op()));
     }
+    // narrow integer results wrap (two's complement, as C++20 conversions do)
+    if (u.dtype() == dtypes::int8) v = static_cast<int8_t>(v);
+    if (u.dtype() == dtypes::int16) v = static_cast<int16_t>(v);
+    if (u.dtype() == dtypes::int32) v = static_cast<int32_t>(v);
     val[u.node()] = v;
   }
   return val.at(root.node());
 }
 
 struct Leaf {
-  UOp node;
+  UOp node;  // the PARAM or RANGE
   int64_t lo, hi;
+  UOp value;  // node cast to the expression dtype
 };
 
 class Generator {
  public:
-  explicit Generator(uint64_t seed) : rng_(seed) {}
+  // Expressions of `dtype`: index, or a narrow int whose leaves are casts of index variables.
+  explicit Generator(uint64_t seed, DType dtype = dtypes::index) : rng_(seed), dtype_(dtype) {}
 
   int64_t pick(int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>(lo, hi)(rng_);
@@ -115,25 +126,28 @@ class Generator {
     const char* names[] = {"a", "b", "c"};
     for (const char* n : names) {
       int64_t lo = pick(0, 3) == 0 ? pick(-20, 0) : pick(0, 10);
-      leaves_.push_back({UOp::variable(n, lo, lo + pick(0, 24)), 0, 0});
+      leaves_.push_back({UOp::variable(n, lo, lo + pick(0, 24)), 0, 0, {}});
     }
     for (int64_t axis = 0; axis < 2; ++axis) {
       int64_t end = pick(1, 16);
-      leaves_.push_back({UOp::range(end, axis), 0, end - 1});
+      leaves_.push_back({UOp::range(end, axis), 0, end - 1, {}});
     }
-    for (Leaf& l : leaves_) l.lo = l.node.vmin(), l.hi = l.node.vmax();
+    for (Leaf& l : leaves_) {
+      l.lo = l.node.vmin(), l.hi = l.node.vmax();
+      l.value = l.node.cast(dtype_);
+    }
   }
 
-  UOp leaf() { return leaves_[size_t(pick(0, int64_t(leaves_.size()) - 1))].node; }
+  UOp leaf() { return leaves_[size_t(pick(0, int64_t(leaves_.size()) - 1))].value; }
 
-  UOp cnst(int64_t lo, int64_t hi) { return UOp::cnst_int(dtypes::index, pick(lo, hi)); }
+  UOp cnst(int64_t lo, int64_t hi) { return UOp::cnst_int(dtype_, pick(lo, hi)); }
 
   // Operands are generated in separate statements: argument evaluation order is unspecified, and
   // the expressions must be the same with every compiler.
   UOp expr(int depth) {
     if (depth == 0 || pick(0, 5) == 0) {
       if (pick(0, 4) == 0) return cnst(-8, 8);
-      return leaves_[size_t(pick(0, int64_t(leaves_.size()) - 1))].node;
+      return leaf();
     }
     const int64_t kind = pick(0, 11);
     UOp a = expr(depth - 1);
@@ -190,6 +204,7 @@ class Generator {
 
  private:
   std::mt19937_64 rng_;
+  DType dtype_;
   std::vector<Leaf> leaves_;
 };
 
@@ -210,6 +225,7 @@ TEST_CASE("symbolic fuzz: simplified expressions evaluate like the originals, wi
     UOp e = gen.expr(5);
     if (i % 8 == 0) e = e.lt(gen.cnst(-10, 40));  // some comparisons at the root
     UOp s = simplify(e);
+    verify(s);  // rules build well-typed graphs
     nodes_before += e.toposort().size();
     nodes_after += s.toposort().size();
     changed += !(s == e);
@@ -267,4 +283,33 @@ TEST_CASE("symbolic fuzz: simplify_valid agrees with the original wherever the g
   MESSAGE(int{kExpressions / 4}, " gated expressions, ", checked, " points inside their gates, ",
           changed, " changed by the gate");
   CHECK(checked > 0);
+}
+
+TEST_CASE("symbolic fuzz: int8 expressions wrap like C, and simplification keeps that") {
+  Generator gen(0x1e8, dtypes::int8);
+  size_t changed = 0;
+  for (int i = 0; i < kExpressions / 4; ++i) {
+    gen.new_leaves();
+    UOp e = gen.expr(5);
+    UOp s = simplify(e);
+    verify(s);
+    changed += !(s == e);
+    for (int p = 0; p < kPointsPerExpression; ++p) {
+      Env env = gen.point(p < 4);
+      int64_t want = eval(e, env), got = eval(s, env);
+      if (want != got || got < s.vmin() || got > s.vmax() || want < e.vmin() || want > e.vmax()) {
+        INFO("expression ", i, ": ", e.render());
+        INFO("simplified: ", s.render(), " at ", describe(env), "original ", want, " in [",
+             e.vmin(), ", ", e.vmax(), "], simplified ", got, " in [", s.vmin(), ", ", s.vmax(),
+             "]");
+        CHECK(want == got);
+        CHECK(got >= s.vmin());
+        CHECK(got <= s.vmax());
+        CHECK(want >= e.vmin());
+        CHECK(want <= e.vmax());
+        return;
+      }
+    }
+  }
+  MESSAGE(int{kExpressions / 4}, " int8 expressions, ", changed, " simplified");
 }
