@@ -9,6 +9,7 @@
 
 #include "codegen/decomp.h"
 #include "codegen/expand.h"
+#include "codegen/gpu_dims.h"
 #include "codegen/linearize.h"
 #include "codegen/lower_reduce.h"
 #include "codegen/ranges.h"
@@ -133,19 +134,22 @@ KernelSource codegen(const UOp& ast, const CodegenTarget& target, const CodegenO
   if (debug >= 3) fmt::print("codegen {}: opts [{}]\n", ks.name, ks.opts_desc);
   if (debug >= 5) fmt::print("{}", k.print_graph());
   k = expand_ranges(k, !target.is_gpu);
+  GpuDims dims;
+  if (target.is_gpu) k = gpu_dims(k, target, dims);
   k = graph_rewrite(k, pm_simplify_valid());
   k = lower_reduces(k);
   k = decompose(k, target);
   std::vector<UOp> program = linearize(k, ks.cpu_threads > 1);
+  if (target.is_gpu)
+    program = gpu_guard_program(dims.guard ? simplify(dims.guard) : UOp(), program);
   if (debug >= 3)
     fmt::print("  passes: opt expand symbolic lower_reduce decomp linearize render_llvm\n");
   if (debug >= 6) fmt::print("{}", print_linear(program));
-  ks.src = render_llvm(program, sig, target, ks.entry);
+  ks.src = render_llvm(program, sig, target, ks.entry, target.is_gpu ? gpu_local_threads(dims) : 1);
   if (debug >= 4) fmt::print("{}\n", ks.src);
   if (target.is_gpu) {
-    // TODO: GPU dims (global/local ranges) belong to the AMDGPU issue; one workitem runs it all.
-    ks.global_size = {UOp::cnst_int(dtypes::index, 1)};
-    ks.local_size = {UOp::cnst_int(dtypes::index, 1)};
+    for (const UOp& g : dims.global_size) ks.global_size.push_back(simplify(g));
+    ks.local_size = dims.local_size;
   }
   return ks;
 }

@@ -64,11 +64,21 @@ std::optional<std::vector<Opt>> gemm_tiling_opts(const UOp& ast, const CodegenTa
   std::vector<Opt> opts;
   if (tm > 1) opts.push_back({OptType::Upcast, m_axis, tm});
   opts.push_back({OptType::Upcast, n_axis, tn});
-  // Pack B's column panel when its rows are far apart (strided rows alias in the caches).
+  // Pack B's column panel when its rows are far apart (strided rows alias in the caches); with
+  // room, several panels per pass over A (a SPLIT of the column tiles nested inside the rows), so
+  // each A tile is read from cache for all of them.
   const int64_t k_extent = red.src(1).src(0).is_const() ? red.src(1).src(0).const_int() : 0;
   const int64_t row_bytes = n.src(0).const_int() * int64_t(itemsize(b.dtype().base()));
-  if (!target.is_gpu && k_extent >= 64 && k_extent * tn <= kMaxPackElements && row_bytes >= 1024)
+  if (!target.is_gpu && k_extent >= 64 && k_extent * tn <= kMaxPackElements && row_bytes >= 1024) {
+    const int64_t tiles = n.src(0).const_int() / tn;
+    for (int64_t panels : {4, 2})
+      if (tiles % panels == 0 && tiles / panels >= 2 &&
+          k_extent * tn * panels <= kMaxPackElements) {
+        opts.push_back({OptType::Split, n_axis, panels});
+        break;
+      }
     opts.push_back({OptType::Pack, m_axis, 1});
+  }
   return opts;
 }
 

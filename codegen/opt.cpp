@@ -13,7 +13,7 @@
 namespace ugrad {
 
 std::string to_string(const std::vector<Opt>& opts) {
-  static constexpr const char* kNames[] = {"UPCAST", "UNROLL", "THREAD", "PACK"};
+  static constexpr const char* kNames[] = {"UPCAST", "UNROLL", "THREAD", "PACK", "SPLIT"};
   std::string s;
   for (const Opt& o : opts)
     s += fmt::format("{}{}({},{})", s.empty() ? "" : " ", kNames[int(o.type)], o.axis, o.amount);
@@ -78,16 +78,19 @@ UOp apply_opt(const UOp& ast, const Opt& o) {
       fail("codegen: opt {}: only an output loop axis can be threaded", to_string({o}));
     return ast.substitute({{r, UOp::range(r.src(0), ra.axis, AxisType::Thread)}});
   }
-  const bool upcast = o.type == OptType::Upcast;
-  if (upcast ? (ra.type != AxisType::Loop && ra.type != AxisType::Thread)
-             : ra.type != AxisType::Reduce)
+  const bool upcast = o.type == OptType::Upcast, split = o.type == OptType::Split;
+  if (upcast || split ? (ra.type != AxisType::Loop && ra.type != AxisType::Thread)
+                      : ra.type != AxisType::Reduce)
     fail("codegen: opt {}: axis {} is a {} axis", to_string({o}), o.axis, axis_type_name(ra.type));
   if (!r.src(0).is_const() || r.src(0).const_int() % o.amount != 0)
     fail("codegen: opt {}: amount does not divide the axis extent {}", to_string({o}),
          r.src(0).render());
   const int64_t fresh = ranges.back().arg_as<RangeArg>().axis + 1;
   UOp outer = UOp::range(r.src(0).const_int() / o.amount, ra.axis, ra.type);
-  UOp inner = UOp::range(o.amount, fresh, upcast ? AxisType::Upcast : AxisType::Unroll);
+  UOp inner = UOp::range(o.amount, fresh,
+                         split    ? AxisType::Loop
+                         : upcast ? AxisType::Upcast
+                                  : AxisType::Unroll);
   return split_range(ast, r, outer, inner, o.amount);
 }
 
@@ -114,7 +117,10 @@ std::vector<Opt> heuristic_opts(const UOp& ast, const CodegenTarget& target, int
   if (target.is_gpu) return opts;  // TODO: GPU locals/upcasts belong to the AMDGPU issue
   auto tiled = gemm_tiling_opts(ast, target);
   if (tiled) opts = *tiled;
-  std::vector<UOp> ranges = kernel_ranges(apply_opts(ast, opts));
+  // The loops after the tiling (a PACK is applied once the threaded axis is known).
+  std::vector<Opt> loops_only = opts;
+  std::erase_if(loops_only, [](const Opt& o) { return o.type == OptType::Pack; });
+  std::vector<UOp> ranges = kernel_ranges(apply_opts(ast, loops_only));
   std::vector<UOp> outs, reds;
   int64_t work = 1;
   for (const UOp& r : ranges) {
@@ -144,7 +150,10 @@ std::vector<Opt> heuristic_opts(const UOp& ast, const CodegenTarget& target, int
       for (const UOp& r : outs)
         if (r.arg_as<RangeArg>().axis == vec->axis) outer = r;
     int64_t n = std::min({cores, extent(outer), work / kMinWorkPerThread});
-    if (n >= 2) opts.push_back({OptType::Thread, outer.arg_as<RangeArg>().axis, n});
+    // Before a PACK: which loops are outside the packed rows depends on the threaded axis.
+    auto pack = std::find_if(opts.begin(), opts.end(),
+                             [](const Opt& o) { return o.type == OptType::Pack; });
+    if (n >= 2) opts.insert(pack, {OptType::Thread, outer.arg_as<RangeArg>().axis, n});
   }
   return opts;
 }

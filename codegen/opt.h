@@ -2,6 +2,7 @@
 // applied to the kernel AST by one function.
 //   UPCAST(axis, n)  split output axis r into r'*n + u; u is expanded into n copies (vector lanes)
 //   UNROLL(axis, n)  split reduce axis r into r'*n + u; the n copies are summed inside the loop
+//   SPLIT(axis, n)   split output axis r into r'*n + l; l is a new loop nested inside the others
 //   THREAD(axis, n)  the output axis is split across n cores by core_id
 //   PACK(axis, 1)    a reduce operand independent of `axis` is copied into a contiguous scratch
 //                    buffer outside the `axis` loop (see pack.h)
@@ -16,7 +17,7 @@
 
 namespace ugrad {
 
-enum class OptType : uint8_t { Upcast, Unroll, Thread, Pack };
+enum class OptType : uint8_t { Upcast, Unroll, Thread, Pack, Split };
 
 /// One optimization: `axis` is a RANGE axis id of the kernel AST (after earlier opts).
 struct Opt {

@@ -16,11 +16,15 @@ UOp pack_operand(const UOp& ast, const UOp& axis) {
       if (ld.op() != Op::LOAD || ld.src(0).src().size() > 2) continue;
       const std::vector<UOp>& rs = open.at(ld);
       if (std::find(rs.begin(), rs.end(), axis) != rs.end()) continue;
-      // Staged ranges: the reduce ranges, then upcasts (vector lanes innermost).
+      // Staged ranges: loops nested inside `axis`, the reduce ranges, then upcasts (vector lanes
+      // innermost).
       std::vector<UOp> staged;
       for (const UOp& r : rs)
+        if (r.arg_as<RangeArg>().type == AxisType::Loop && loop_order(axis, r)) staged.push_back(r);
+      const size_t n_inner_loops = staged.size();
+      for (const UOp& r : rs)
         if (r.arg_as<RangeArg>().type == AxisType::Reduce) staged.push_back(r);
-      if (staged.empty()) continue;
+      if (staged.size() == n_inner_loops) continue;
       for (const UOp& r : rs)
         if (r.arg_as<RangeArg>().type == AxisType::Upcast) staged.push_back(r);
       int64_t size = 1;
@@ -38,7 +42,7 @@ UOp pack_operand(const UOp& ast, const UOp& axis) {
       for (const UOp& r : staged) {
         stride /= r.src(0).const_int();
         UOp c = r;
-        if (r.arg_as<RangeArg>().type == AxisType::Reduce) {
+        if (r.arg_as<RangeArg>().type != AxisType::Upcast) {
           c = UOp::range(r.src(0), fresh++, AxisType::Loop);
           to_copy.emplace_back(r, c);
           copy_loops.push_back(c);

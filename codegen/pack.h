@@ -3,7 +3,9 @@
 // scratch buffer (DEFINE_LOCAL, an alloca on the CPU) that the reduce then reads:
 //   LOAD(B[k*N + j*32 + u])  ->  P[k'*32 + u] = B[k'*N + j*32 + u] for k' (a loop before the rows);
 //                                LOAD(AFTER(P, that loop)[k*32 + u])
-// Strided rows of B become one contiguous stream that stays in cache for every row tile.
+// Strided rows of B become one contiguous stream that stays in cache for every row tile. Loops
+// nested inside `axis` that the load depends on (a SPLIT of the column tiles) are staged too, so
+// one scratch buffer holds several column panels.
 #pragma once
 #include <cstdint>
 

@@ -93,7 +93,8 @@ std::string const_literal(const UOp& c) {
 
 class Renderer {
  public:
-  Renderer(const KernelSignature& sig, const CodegenTarget& target) : sig_(sig), target_(target) {
+  Renderer(const KernelSignature& sig, const CodegenTarget& target, int64_t local_threads)
+      : sig_(sig), target_(target), local_threads_(local_threads) {
     for (const UOp& b : sig.buffers) names_[b] = fmt::format("%data{}", b.arg_as<ParamArg>().slot);
     for (size_t j = 0; j < sig.vars.size(); ++j) names_[sig.vars[j]] = fmt::format("%var{}", j);
     names_[core_id_special()] = "%core_id";
@@ -114,8 +115,11 @@ class Renderer {
       m += fmt::format("\ndefine amdgpu_kernel void @{}({}) #0 {{\nentry:\n", name, params);
       m += "  %core_id = add i64 0, 0\n  %n_cores = add i64 1, 0\n";
       m += allocas_ + body_ + "  ret void\n}\n";
-      m += "\nattributes #0 = { nounwind \"amdgpu-flat-work-group-size\"=\"1,1\" }\n";
-      return m;
+      m += fmt::format(
+          "\nattributes #0 = {{ nounwind \"amdgpu-flat-work-group-size\"=\"1,{}\" "
+          "\"no-trapping-math\"=\"true\" }}\n",
+          local_threads_);
+      return globals_ + m;
     }
     m += fmt::format(
         "\ndefine internal void @{}_body({}{}i64 %core_id, i64 %n_cores) #0 {{\n"
@@ -244,8 +248,22 @@ class Renderer {
       case Op::PARAM:
       case Op::GROUP:
       case Op::NOOP:
-      case Op::SPECIAL:
         return;
+      case Op::SPECIAL:
+        if (target_.is_gpu) gpu_special(u);
+        return;
+      case Op::BARRIER:
+        // __syncthreads: the fences make LDS writes visible (and keep buffer_gl0_inv).
+        emit("fence syncscope(\"workgroup\") release");
+        emit("call void @llvm.amdgcn.s.barrier()");
+        emit("fence syncscope(\"workgroup\") acquire");
+        declares_.insert("declare void @llvm.amdgcn.s.barrier()");
+        return;
+      case Op::VECTORIZE:
+      case Op::GEP:
+      case Op::WMMA:
+      case Op::CUSTOM:
+        return gpu_vector_op(u);
       case Op::DEFINE_REG: {
         if (names_.count(u)) return;  // placed again in a later scope: one alloca serves all
         std::string v = fmt::format("%acc{}", u.arg_as<int64_t>());
@@ -258,6 +276,15 @@ class Renderer {
         return;
       }
       case Op::DEFINE_LOCAL: {
+        if (target_.is_gpu) {  // LDS: an undef-initialized addrspace(3) global
+          if (names_.count(u)) return;
+          std::string g = fmt::format("@lds{}", next_++);
+          globals_ += fmt::format("{} = internal addrspace({}) global [{} x {}] undef, align 16\n",
+                                  g, target_.local_address_space, u.arg_as<int64_t>(),
+                                  mtype(u.dtype().base()));
+          names_[u] = g;
+          return;
+        }
         // CPU scratch (packed operands): a stack array, cache-line aligned.
         std::string v = fmt::format("%local{}", next_++);
         allocas_ += fmt::format("  {} = alloca [{} x {}], align 64\n", v, u.arg_as<int64_t>(),
@@ -451,12 +478,23 @@ class Renderer {
     if (access_.at(idx) == Access::Gather)
       internal_error("render_llvm: a store that is not contiguous along the vector axis");
     const size_t align = itemsize(t.base());
+    if (u.src().size() > 2 && !v) {  // gated store: only where the gate holds
+      const int id = next_block_++;
+      emit("br i1 {}, label %st{}, label %stdone{}", name(u.src(2)), id, id);
+      label(fmt::format("st{}", id));
+      emit("store {} {}, {} {}, align {}", mt, x, idx_ptr_type(idx), name(idx), align);
+      emit("br label %stdone{}", id);
+      label(fmt::format("stdone{}", id));
+      return;
+    }
     emit("store {} {}, {} {}, align {}", mt, x, idx_ptr_type(idx), name(idx), align);
   }
 
   std::string idx_ptr_type(const UOp& idx) {
     UOp base = idx.src(0);
     while (base.op() == Op::AFTER) base = base.src(0);
+    if (base.op() == Op::DEFINE_LOCAL && target_.is_gpu)
+      return fmt::format("ptr addrspace({})", target_.local_address_space);
     return base.op() == Op::DEFINE_REG || base.op() == Op::DEFINE_LOCAL ? "ptr" : ptr_type();
   }
 
@@ -604,8 +642,83 @@ class Renderer {
     names_[u] = r;
   }
 
+  // ---- GPU: launch indices and explicit vector ops (WMMA fragments, dot4 operands).
+  void gpu_special(const UOp& u) {
+    if (names_.count(u)) return;
+    const std::string& n = u.arg_as<std::string>();
+    if (n.size() != 5 || (n[0] != 'g' && n[0] != 'l') || n[4] < '0' || n[4] > '2')
+      internal_error("render_llvm: unknown GPU SPECIAL '{}'", n);
+    const std::string fn = fmt::format("llvm.amdgcn.{}.id.{}",
+                                       n[0] == 'g' ? "workgroup" : "workitem", "xyz"[n[4] - '0']);
+    declares_.insert(fmt::format("declare i32 @{}()", fn));
+    std::string id = fresh(), r = fresh();
+    emit("{} = call i32 @{}()", id, fn);
+    emit("{} = zext i32 {} to i64", r, id);
+    names_[u] = r;
+  }
+  // <n x T> of an explicitly vector-typed value.
+  static std::string vec_type(DType t) {
+    return fmt::format("<{} x {}>", t.count, ltype(t.base()));
+  }
+  void gpu_vector_op(const UOp& u) {
+    std::string r;
+    if (u.op() == Op::VECTORIZE) {
+      r = "poison";
+      for (size_t i = 0; i < u.src().size(); ++i) {
+        std::string n = fresh();
+        emit("{} = insertelement {} {}, {} {}, i64 {}", n, vec_type(u.dtype()), r,
+             ltype(u.src(i).dtype()), name(u.src(i)), i);
+        r = n;
+      }
+    } else if (u.op() == Op::GEP) {
+      r = fresh();
+      emit("{} = extractelement {} {}, i64 {}", r, vec_type(u.src(0).dtype()), name(u.src(0)),
+           u.arg_as<std::vector<int64_t>>().at(0));
+    } else if (u.op() == Op::WMMA) {
+      // D = A*B + C on one 16x16x16 tile per wave (gfx11: A/B replicated in both half-waves).
+      const DType a = u.src(0).dtype(), c = u.src(2).dtype();
+      const std::string ab = a.scalar == Scalar::BFloat16 ? "bf16" : "f16";
+      const std::string at = a.scalar == Scalar::BFloat16 ? "<16 x i16>" : vec_type(a);
+      const std::string fn = fmt::format("llvm.amdgcn.wmma.f32.16x16x16.{}.v8f32.{}", ab,
+                                         a.scalar == Scalar::BFloat16 ? "v16i16" : "v16f16");
+      declares_.insert(fmt::format("declare <8 x float> @{}({}, {}, <8 x float>)", fn, at, at));
+      std::string x = name(u.src(0)), y = name(u.src(1));
+      if (a.scalar == Scalar::BFloat16) {  // the bf16 intrinsic takes the bits as i16
+        std::string bx = fresh(), by = fresh();
+        emit("{} = bitcast {} {} to <16 x i16>", bx, vec_type(a), x);
+        emit("{} = bitcast {} {} to <16 x i16>", by, vec_type(a), y);
+        x = bx, y = by;
+      }
+      r = fresh();
+      emit("{} = call <8 x float> @{}({} {}, {} {}, {} {})", r, fn, at, x, at, y, vec_type(c),
+           name(u.src(2)));
+    } else {  // CUSTOM: sdot4 / udot4 / sudot4 (a: 4 x i8, b: 4 x i8, acc: i32)
+      const std::string& fn = u.arg_as<std::string>();
+      std::string x = fresh(), y = fresh();
+      emit("{} = bitcast {} {} to i32", x, vec_type(u.src(0).dtype()), name(u.src(0)));
+      emit("{} = bitcast {} {} to i32", y, vec_type(u.src(1).dtype()), name(u.src(1)));
+      r = fresh();
+      if (fn == "sudot4") {
+        declares_.insert("declare i32 @llvm.amdgcn.sudot4(i1, i32, i1, i32, i32, i1)");
+        emit(
+            "{} = call i32 @llvm.amdgcn.sudot4(i1 true, i32 {}, i1 false, i32 {}, i32 {}, i1 "
+            "false)",
+            r, x, y, name(u.src(2)));
+      } else if (fn == "sdot4" || fn == "udot4") {
+        declares_.insert(fmt::format("declare i32 @llvm.amdgcn.{}(i32, i32, i32, i1)", fn));
+        emit("{} = call i32 @llvm.amdgcn.{}(i32 {}, i32 {}, i32 {}, i1 false)", r, fn, x, y,
+             name(u.src(2)));
+      } else {
+        internal_error("render_llvm: unknown CUSTOM op '{}'", fn);
+      }
+    }
+    names_[u] = r;
+  }
+
   const KernelSignature& sig_;
   const CodegenTarget& target_;
+  int64_t local_threads_ = 1;
+  std::string globals_;
   std::unordered_map<UOp, std::string> names_;
   std::unordered_map<UOp, int> loop_ids_;
   std::vector<int> if_stack_;
@@ -621,8 +734,9 @@ class Renderer {
 }  // namespace
 
 std::string render_llvm(const std::vector<UOp>& program, const KernelSignature& sig,
-                        const CodegenTarget& target, const std::string& name) {
-  return Renderer(sig, target).render(program, name);
+                        const CodegenTarget& target, const std::string& name,
+                        int64_t local_threads) {
+  return Renderer(sig, target, local_threads).render(program, name);
 }
 
 }  // namespace ugrad

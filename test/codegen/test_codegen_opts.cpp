@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "kernel_harness.h"
+#include "uop/env.h"
 #include "uop/error.h"
 
 using namespace ugrad;
@@ -123,4 +124,21 @@ TEST_CASE("vector lanes: strided loads gather, gated loads are masked") {
       for (int y = 0; y < C; ++y)
         CHECK(vo[x * C + y] == va[y * R + x] + (y >= 4 ? vp[y - 4] : 0.f));
   }
+}
+
+TEST_CASE("NOOPT=1 turns the heuristic off; the heuristic tiles a GEMM") {
+  UOp ast = matmul_ast(256, 256, 256);
+  {
+    ScopedKnob noopt(Knob::NOOPT, "1");
+    KernelSource ks = codegen(ast, cpu_codegen_target());
+    CHECK(ks.opts.empty());
+    CHECK(ks.cpu_threads == 1);
+  }
+  KernelSource ks = codegen(ast, cpu_codegen_target(), {.max_threads = 2});
+  CAPTURE(ks.opts_desc);
+  CHECK(ks.opts_desc.find("UPCAST(1,") != std::string::npos);
+  CHECK(ks.opts_desc.find("PACK") != std::string::npos);
+  CHECK(ks.cpu_threads == 2);
+  // A tiny kernel is not worth a second core.
+  CHECK(codegen(matmul_ast(8, 8, 8), cpu_codegen_target(), {.max_threads = 2}).cpu_threads == 1);
 }
