@@ -5,6 +5,8 @@
 #include <cstring>
 
 #include "kernel_harness.h"
+#include "runtime/llvm_compile.h"
+#include "runtime/llvm_target.h"
 #include "uop/float16.h"
 
 using namespace ugrad;
@@ -211,4 +213,21 @@ TEST_CASE("transcendentals and float16/bfloat16 reductions") {
   }
   CHECK(half_to_float(rh) == doctest::Approx(sum).epsilon(1e-3));
   CHECK(bf16_to_float(rb) == mx);
+}
+
+TEST_CASE("every dtype's kernel compiles for gfx1100") {
+  const int N = 16;
+  for (DType t : all_scalar_dtypes()) {
+    if (t.scalar == Scalar::WeakInt || t.scalar == Scalar::WeakFloat || t.scalar == Scalar::Index)
+      continue;
+    CAPTURE(to_string(t));
+    UOp out = buf(0, t, N), flag = buf(1, dtypes::bool_, N), a = buf(2, t, N), b = buf(3, t, N);
+    UOp i = UOp::range(N, 0), r = UOp::range(N, 1, AxisType::Reduce);
+    UOp x = load(a, i), y = load(b, i);
+    UOp f = x.cast(dtypes::float32) * UOp::cnst(dtypes::float32, 0.5);
+    UOp ast = sink({store(out, i, (x + y).max(reduce(load(a, r) * y, Op::ADD, {r})) + f.cast(t)),
+                    store(flag, i, x.lt(y))});
+    KernelSource ks = codegen(ast, amd_codegen_target("gfx1100"));
+    CHECK_NOTHROW(llvm_compile_object(amdgpu_target("gfx1100"), ks.src, ks.name));
+  }
 }
