@@ -111,16 +111,21 @@ void check_options(const DemoModelOptions& o, size_t n_tokens) {
   check_blocks("ffn_dim (input of ffn_down)", o.ffn_dim, o.weight_type);
 }
 
-// Adds a tensor of normal(mean, std) values in `type`.
+// Adds a tensor of normal(mean, std) values in `type`, generated and quantized row by row so a
+// large model never holds its weights as f32.
 void add_random(GgufWriter& w, const std::string& name, std::vector<uint64_t> dims, GgmlType type,
                 double mean, double std, uint64_t seed) {
-  uint64_t n = 1;
-  for (uint64_t d : dims) n *= d;
+  uint64_t n_rows = 1;
+  for (size_t i = 1; i < dims.size(); ++i) n_rows *= dims[i];
+  const int64_t row_len = static_cast<int64_t>(dims[0]);
+  const size_t row_size = row_bytes(type, row_len);
   Rng rng = tensor_rng(seed, name);
-  std::vector<float> values(n);
-  for (float& v : values) v = static_cast<float>(mean + std * rng.normal());
-  std::vector<uint8_t> bytes(row_bytes(type, static_cast<int64_t>(n)));
-  quantize(type, values, bytes);
+  std::vector<float> row(dims[0]);
+  std::vector<uint8_t> bytes(row_size * n_rows);
+  for (uint64_t r = 0; r < n_rows; ++r) {
+    for (float& v : row) v = static_cast<float>(mean + std * rng.normal());
+    quantize(type, row, std::span<uint8_t>(bytes).subspan(r * row_size, row_size));
+  }
   w.add_tensor(name, std::move(dims), type, std::move(bytes));
 }
 
