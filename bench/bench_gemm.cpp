@@ -78,9 +78,13 @@ int main(int argc, char** argv) {
       b[i] = float((i * 5) % 11) / 11.f - 0.5f;
     }
     const double flops = 2.0 * n * n * n;
+    auto t_cg = std::chrono::steady_clock::now();
     KernelSource ks =
         codegen(matmul_ast(n), cpu_codegen_target(), {.noopt = 0, .max_threads = cores});
-    auto object = llvm_compile_object(host, ks.src, ks.name);
+    const double codegen_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_cg).count();
+    LlvmPhaseTimes llvm_ms;
+    auto object = llvm_compile_object(host, ks.src, ks.name, &llvm_ms);
     auto program = CpuJit::instance().load(object, ks.name);
     auto fn = program->function<ThreadPool::RawKernel>(ks.entry);
     void* args[3] = {c.data(), a.data(), b.data()};
@@ -110,8 +114,11 @@ int main(int argc, char** argv) {
                          1) *
                      double(n) / double(rows);
     const double g = flops / t_ugrad / 1e9, gb = flops / t_blas / 1e9, gn = flops / t_naive / 1e9;
-    fmt::print("{:>6} {:>12.1f} {:>12.1f} {:>12.2f} {:>8.0f}% {:>8.1f}x  {} [{}] max|err| {:.2g}\n",
-               n, g, gb, gn, 100 * g / gb, g / gn, ks.name, ks.opts_desc, max_err);
+    fmt::print(
+        "{:>6} {:>12.1f} {:>12.1f} {:>12.2f} {:>8.0f}% {:>8.1f}x  {} [{}] max|err| {:.2g}, "
+        "codegen {:.1f} ms + LLVM {:.1f} ms\n",
+        n, g, gb, gn, 100 * g / gb, g / gn, ks.name, ks.opts_desc, max_err, codegen_ms,
+        llvm_ms.parse_ms + llvm_ms.optimize_ms + llvm_ms.codegen_ms);
   }
   return 0;
 }

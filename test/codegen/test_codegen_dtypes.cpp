@@ -154,7 +154,7 @@ TEST_CASE("every dtype: add, mul, max, compare, where, cast to float32 and back"
   }
 }
 
-TEST_CASE("int division and remainder truncate toward zero; shifts, bit ops, pow") {
+TEST_CASE("int division and remainder truncate toward zero, shifts, bit ops, pow") {
   const int N = 12;
   std::vector<int32_t> xa{7, -7, 7, -7, 100, -100, 1, 0, 45, -45, 9, -1};
   std::vector<int32_t> xb{2, 2, -2, -2, 7, 7, 3, 5, 4, -4, 9, 3};
