@@ -6,8 +6,10 @@
 
 #include <fmt/format.h>
 
+#include "runtime/amd_device.h"
 #include "runtime/cpu_jit.h"
 #include "runtime/llvm_compile.h"
+#include "runtime/null_amd_device.h"
 #include "runtime/program_cache.h"
 #include "runtime/thread_pool.h"
 #include "uop/env.h"
@@ -37,7 +39,11 @@ class CpuProgramHandle : public Program {
 };
 
 // Object code for the host through the program cache (memory + disk).
+// DEBUG=7 prints the x86 assembly (a second compile, only at that level).
 std::vector<uint8_t> compile_cpu_object(const KernelSource& src, const LlvmTarget& target) {
+  if (debug_level() >= 7)
+    fmt::print("{} ({}):\n{}\n", src.name, target.arch,
+               llvm_compile(target, src.src, LlvmOutput::Assembly, src.name));
   return ProgramCache::instance().get_or_compile(src.src, target.describe(), "", [&] {
     return llvm_compile_object(target, src.src, src.name);
   });
@@ -123,8 +129,12 @@ Device& get_device(const std::string& name) {
     d = std::make_unique<CpuDevice>();
   else if (name == "NULL")
     d = std::make_unique<NullDevice>();
+  else if (name.rfind("NULL:", 0) == 0)
+    d = make_null_amd_device(name.substr(5));
+  else if (name == "AMD" || name.rfind("AMD:", 0) == 0)
+    d = make_amd_device(name);
   else
-    fail("unknown device '{}' (known: CPU, NULL)", name);
+    fail("unknown device '{}' (known: CPU, NULL, NULL:<amd-arch>, AMD, AMD:<index>)", name);
   return *devices.emplace(name, std::move(d)).first->second;
 }
 

@@ -1,0 +1,8 @@
+# The AMD devices (NULL:<arch> compile-only, AMD over HIP). The HIP-backed cases load the fake
+# libamdhip64 of llvm.cmake; targets from later fragments resolve at generate time.
+ugrad_test(test_amd_device
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_amd_device.cpp
+  DEPS ugrad_runtime ${CMAKE_DL_LIBS})
+add_dependencies(test_amd_device ugrad_fake_hip)
+target_compile_definitions(test_amd_device PRIVATE
+  UGRAD_FAKE_HIP_LIB="$<TARGET_FILE:ugrad_fake_hip>")
