@@ -1,0 +1,208 @@
+// Whole kernels through ugrad's real AMD runtime path: LLVM IR -> amd_compile (gfx1100 code
+// object) -> HipDevice (dlopen of HIP_LIB = libmockhip.so) -> the emulator, checked against C++
+// references computed here.
+#include <doctest/doctest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "runtime/amd_compile.h"
+#include "runtime/amd_kernargs.h"
+#include "runtime/hip_device.h"
+#include "runtime/llvm_target.h"
+#include "test/runtime/test_llvm_kernels.h"
+#include "uop/env.h"
+#include "uop/error.h"
+
+using namespace ugrad;
+namespace tk = ugrad::test_kernels;
+
+namespace {
+
+// A device on libmockhip.so, and helpers to move vectors in and out.
+struct Mock {
+  ScopedKnob lib{Knob::HIP_LIB, UGRAD_MOCKHIP_LIB};
+  std::unique_ptr<HipDevice> dev = HipDevice::open(0);
+  std::vector<void*> buffers;
+
+  ~Mock() {
+    for (void* p : buffers) dev->release(p);
+  }
+  template <typename T>
+  uint64_t upload(const std::vector<T>& v) {
+    void* p = dev->allocate(v.size() * sizeof(T));
+    dev->copy_to_device(p, v.data(), v.size() * sizeof(T));
+    buffers.push_back(p);
+    return reinterpret_cast<uint64_t>(p);
+  }
+  template <typename T>
+  std::vector<T> download(uint64_t p, size_t n) {
+    std::vector<T> v(n);
+    dev->copy_to_host(v.data(), reinterpret_cast<void*>(p), n * sizeof(T));
+    return v;
+  }
+  struct Loaded {
+    AmdBinary bin;
+    std::unique_ptr<HipModule> module;
+  };
+  Loaded load(std::string_view ir, std::string_view name) {
+    Loaded l{amd_compile(dev->target(), ir, name), nullptr};
+    l.module = dev->load_module(l.bin.code_object);
+    return l;
+  }
+  void run(const Loaded& l, std::string_view name, std::array<uint32_t, 3> grid,
+           std::array<uint32_t, 3> block, std::vector<uint64_t> bufs,
+           std::vector<uint64_t> scalars = {}) {
+    const AmdKernelInfo& k = l.bin.info.kernel(name);
+    std::vector<uint8_t> args = pack_kernargs(k, bufs, scalars);
+    dev->launch(l.module->function(name), grid, block, args);
+  }
+};
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-4.0f, 4.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("libmockhip reports one gfx1100 device through ugrad's HIP loader") {
+  Mock m;
+  CHECK(m.dev->info().gcn_arch_name == "gfx1100");
+  CHECK(m.dev->info().warp_size == 32);
+  CHECK(m.dev->info().name.find("mockgpu") != std::string::npos);
+  auto s = m.dev->create_stream();
+  auto e0 = m.dev->create_event(), e1 = m.dev->create_event();
+  e0->record(s.get());
+  std::vector<int> host = {1, 2, 3}, back(3);
+  uint64_t p = m.upload(std::vector<int>(3));
+  m.dev->copy_to_device_async(reinterpret_cast<void*>(p), host.data(), 12, *s);
+  m.dev->copy_to_host_async(back.data(), reinterpret_cast<void*>(p), 12, *s);
+  e1->record(s.get());
+  s->synchronize();
+  e1->synchronize();
+  CHECK(back == host);
+  CHECK(HipEvent::elapsed_ms(*e0, *e1) >= 0.0f);
+}
+
+TEST_CASE("elementwise add, scalar args and mixed kernarg layouts match the CPU") {
+  Mock m;
+  const int n = 5000;  // not a multiple of the 1024 elements a workgroup covers
+  std::vector<float> a = random_floats(n, 1), b = random_floats(n, 2);
+  auto add = m.load(tk::kAmdAdd, "E_add");
+  uint64_t out = m.upload(std::vector<float>(n)), pa = m.upload(a), pb = m.upload(b);
+  m.run(add, "E_add", {(n + 1023) / 1024, 1, 1}, {256, 1, 1}, {out, pa, pb}, {n});
+  std::vector<float> got = m.download<float>(out, n);
+  for (int i = 0; i < n; ++i) REQUIRE(got[i] == a[i] + b[i]);
+
+  auto scale = m.load(tk::kAmdScale, "E_scale");
+  uint64_t out2 = m.upload(std::vector<float>(n));
+  m.run(scale, "E_scale", {(n + 255) / 256, 1, 1}, {256, 1, 1}, {out2, pa},
+        {static_cast<uint64_t>(static_cast<uint32_t>(-3)), n});
+  got = m.download<float>(out2, n);
+  for (int i = 0; i < n; ++i) REQUIRE(got[i] == a[i] * -3.0f);
+
+  auto mixed = m.load(tk::kAmdMixed, "E_mixed");
+  uint64_t out3 = m.upload(std::vector<float>(64));
+  m.run(mixed, "E_mixed", {1, 1, 1}, {64, 1, 1}, {out3},
+        {7, static_cast<uint64_t>(-(int64_t{1} << 40)), std::bit_cast<uint32_t>(0.5f)});
+  got = m.download<float>(out3, 64);
+  const float want = (7.0f + static_cast<float>(-(int64_t{1} << 40))) + 0.5f;
+  for (float g : got) CHECK(g == want);
+}
+
+TEST_CASE("per-work-item reduction and an LDS reverse across 8 waves with a barrier") {
+  Mock m;
+  const int groups = 3, n = groups * 256 * 16;
+  std::vector<float> a = random_floats(n, 3);
+  auto sum = m.load(tk::kAmdSum, "R_sum");
+  uint64_t out = m.upload(std::vector<float>(groups * 256)), pa = m.upload(a);
+  m.run(sum, "R_sum", {groups, 1, 1}, {256, 1, 1}, {out, pa});
+  std::vector<float> got = m.download<float>(out, groups * 256);
+  for (int g = 0; g < groups * 256; ++g) {
+    double want = 0;
+    for (int j = 0; j < 16; ++j) want += a[16 * g + j];
+    REQUIRE(std::fabs(got[g] - want) <= 1e-5 * 64);
+  }
+  auto lds = m.load(tk::kAmdLds, "L_reverse");
+  CHECK(lds.bin.info.kernel("L_reverse").group_segment_size == 1024);
+  uint64_t out2 = m.upload(std::vector<float>(groups * 256));
+  m.run(lds, "L_reverse", {groups, 1, 1}, {256, 1, 1}, {out2, pa});
+  got = m.download<float>(out2, groups * 256);
+  for (int g = 0; g < groups; ++g)
+    for (int t = 0; t < 256; ++t) REQUIRE(got[g * 256 + t] == a[g * 256 + 255 - t]);
+}
+
+TEST_CASE("WMMA f16 16x16x16 and sdot4 kernels match C++ references") {
+  Mock m;
+  // A, B, C as the gfx11 wave32 fragments: lane l holds row (A) / column (B) l % 16; C/D VGPR i
+  // of lane l is element [2i + l/16][l % 16].
+  float A[16][16], B[16][16], C[16][16];
+  std::mt19937 rng(4);
+  std::uniform_int_distribution<int> d(-8, 8);
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 16; ++j) {
+      A[i][j] = static_cast<float>(d(rng)) * 0.25f;
+      B[i][j] = static_cast<float>(d(rng)) * 0.5f;
+      C[i][j] = static_cast<float>(d(rng));
+    }
+  std::vector<_Float16> fa(32 * 16), fb(32 * 16);
+  std::vector<float> fc(32 * 8);
+  for (int l = 0; l < 32; ++l) {
+    for (int k = 0; k < 16; ++k) {
+      fa[l * 16 + k] = static_cast<_Float16>(A[l % 16][k]);
+      fb[l * 16 + k] = static_cast<_Float16>(B[k][l % 16]);
+    }
+    for (int i = 0; i < 8; ++i) fc[l * 8 + i] = C[2 * i + l / 16][l % 16];
+  }
+  auto wmma = m.load(tk::kAmdWmma, "W_wmma");
+  uint64_t pd = m.upload(std::vector<float>(32 * 8)), pa = m.upload(fa), pb = m.upload(fb),
+           pc = m.upload(fc);
+  m.run(wmma, "W_wmma", {1, 1, 1}, {32, 1, 1}, {pd, pa, pb, pc});
+  std::vector<float> got = m.download<float>(pd, 32 * 8);
+  for (int l = 0; l < 32; ++l)
+    for (int i = 0; i < 8; ++i) {
+      const int r = 2 * i + l / 16, c = l % 16;
+      float want = C[r][c];
+      for (int k = 0; k < 16; ++k) want += A[r][k] * B[k][c];
+      REQUIRE(got[l * 8 + i] == want);  // small multiples of 1/8: exact
+    }
+
+  const int n = 512;
+  std::vector<int32_t> va(n), vb(n), vc(n);
+  std::uniform_int_distribution<int32_t> w(INT32_MIN, INT32_MAX);
+  for (int i = 0; i < n; ++i) va[i] = w(rng), vb[i] = w(rng), vc[i] = w(rng) / 4;
+  auto dot = m.load(tk::kAmdDot, "D_sdot4");
+  uint64_t po = m.upload(std::vector<int32_t>(n)), qa = m.upload(va), qb = m.upload(vb),
+           qc = m.upload(vc);
+  m.run(dot, "D_sdot4", {n / 256, 1, 1}, {256, 1, 1}, {po, qa, qb, qc});
+  std::vector<int32_t> r = m.download<int32_t>(po, n);
+  for (int i = 0; i < n; ++i) {
+    int64_t want = vc[i];
+    for (int k = 0; k < 4; ++k)
+      want +=
+          int64_t{static_cast<int8_t>(va[i] >> (8 * k))} * static_cast<int8_t>(vb[i] >> (8 * k));
+    REQUIRE(r[i] == static_cast<int32_t>(want));
+  }
+}
+
+TEST_CASE("a stray global access fails the launch naming kernel, pc, lane and address") {
+  Mock m;
+  auto add = m.load(tk::kAmdAdd, "E_add");
+  std::vector<float> small(100, 1.0f);
+  uint64_t out = m.upload(small), pa = m.upload(small), pb = m.upload(small);
+  CHECK_THROWS_WITH_AS(m.run(add, "E_add", {1, 1, 1}, {256, 1, 1}, {out, pa, pb}, {1024}),
+                       doctest::Contains("mockgpu: kernel E_add pc 0x"), Error);
+  try {
+    m.run(add, "E_add", {1, 1, 1}, {256, 1, 1}, {out, pa, pb}, {1024});
+  } catch (const Error& e) {
+    std::string what = e.what();
+    CHECK(what.find("hipErrorLaunchFailure") != std::string::npos);
+    CHECK(what.find("out-of-bounds access: lane") != std::string::npos);
+  }
+}
