@@ -6,6 +6,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "codegen/affine.h"
 #include "codegen/gemm_tiling.h"
 #include "codegen/pack.h"
 #include "uop/error.h"
@@ -104,6 +105,16 @@ int64_t largest_divisor(int64_t n, std::initializer_list<int64_t> candidates) {
   return 1;
 }
 
+// Every load steps by 0 or 1 element along `r`: upcasting r gives vector loads, not gathers.
+bool contiguous_loads(const UOp& ast, const UOp& r) {
+  for (const UOp& u : ast.toposort())
+    if (u.op() == Op::LOAD) {
+      auto c = affine_coefficient(u.src(0).src(1), r);
+      if (!c || (*c != 0 && *c != 1)) return false;
+    }
+  return true;
+}
+
 }  // namespace
 
 UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts) {
@@ -129,14 +140,14 @@ std::vector<Opt> heuristic_opts(const UOp& ast, const CodegenTarget& target, int
     if (t == AxisType::Reduce) reds.push_back(r);
     work *= std::max<int64_t>(extent(r), 1);
   }
-  if (opts.empty()) {
+  if (opts.empty() && !reds.empty() && !outs.empty() && outs.back().src(0).is_const() &&
+      contiguous_loads(ast, outs.back())) {
     // Reduce over an outer axis (the inner output axis is contiguous): accumulate vector lanes.
-    if (!reds.empty() && !outs.empty() && outs.back().src(0).is_const()) {
-      int64_t n = largest_divisor(outs.back().src(0).const_int(), {16, 8, 4});
-      if (n > 1 && extent(reds.back()) >= 8)
-        opts.push_back({OptType::Upcast, outs.back().arg_as<RangeArg>().axis, n});
-    }
+    int64_t n = largest_divisor(outs.back().src(0).const_int(), {16, 8, 4});
+    if (n > 1 && extent(reds.back()) >= 8)
+      opts.push_back({OptType::Upcast, outs.back().arg_as<RangeArg>().axis, n});
   }
+
   // Threads over one output loop when each core gets enough work: for a GEMM tile the loop
   // over column tiles (each core keeps its panel of B in cache), else the outermost.
   constexpr int64_t kMinWorkPerThread = 1 << 16;

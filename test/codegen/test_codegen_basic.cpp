@@ -103,6 +103,41 @@ TEST_CASE("full reduction to a scalar and a reduce feeding an elementwise op") {
   for (int x = 0; x < N; ++x) CHECK(vo[x] == va[x] - m);
 }
 
+TEST_CASE("mean and variance over one reduce range in one kernel") {
+  // var[i] = sum_j (a[i,j] - mean[i])^2 / C with mean[i] = sum_j a[i,j] / C: two loops over j
+  const int R = 20, C = 50;
+  UOp out = buf(0, dtypes::float32, R), a = buf(1, dtypes::float32, R * C);
+  UOp i = UOp::range(R, 0), j = UOp::range(C, 1, AxisType::Reduce);
+  UOp inv = UOp::cnst(dtypes::float32, 1.0 / C);
+  UOp mean = reduce(load(a, i * C + j), Op::ADD, {j}) * inv;
+  UOp d = load(a, i * C + j) - mean;
+  UOp ast = sink({store(out, i, reduce(d * d, Op::ADD, {j}) * inv)});
+  std::vector<float> va = randf(R * C, 12);
+  for (const CodegenOptions& opts : {kNoopt, CodegenOptions{}}) {
+    Kernel k = compile(ast, opts);
+    std::vector<float> vo(R);
+    k.run({vo.data(), va.data()});
+    for (int x = 0; x < R; ++x) {
+      double m = 0, v = 0;
+      for (int y = 0; y < C; ++y) m += va[x * C + y];
+      m /= C;
+      for (int y = 0; y < C; ++y) v += (va[x * C + y] - m) * (va[x * C + y] - m);
+      CHECK(vo[x] == doctest::Approx(v / C).epsilon(1e-4));
+    }
+  }
+}
+
+TEST_CASE("a kernel without loops") {
+  UOp out = buf(0, dtypes::int32, 2), a = buf(1, dtypes::int32, 1);
+  UOp ast = sink({store(out, idx(1), load(a, idx(0)) * UOp::cnst_int(dtypes::int32, 3))});
+  Kernel k = compile(ast);
+  CHECK(k.ks.name.rfind("E", 0) == 0);
+  int32_t vo[2] = {5, 5}, va = 7;
+  k.run({vo, &va}, {}, 2);
+  CHECK(vo[0] == 5);
+  CHECK(vo[1] == 21);
+}
+
 TEST_CASE("matmul") {
   const int M = 24, N = 40, K = 36;
   UOp c = buf(0, dtypes::float32, M * N), a = buf(1, dtypes::float32, M * K),
