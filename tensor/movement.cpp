@@ -140,6 +140,30 @@ Tensor Tensor::shrink(const std::vector<std::pair<int64_t, int64_t>>& ranges) co
   return Tensor(UOp::make(Op::SHRINK, dtype(), src), device());
 }
 
+Tensor Tensor::shrink_to(const std::vector<std::pair<UOp, UOp>>& ranges) const {
+  if (static_cast<int64_t>(ranges.size()) != ndim())
+    fail("shrink: {} ranges for shape {}", ranges.size(), shape_str(shape()));
+  std::vector<UOp> src{node()};
+  for (const auto& [s, e] : ranges) src.push_back(s.cast(dtypes::index));
+  for (const auto& [s, e] : ranges) src.push_back(e.cast(dtypes::index));
+  UOp n = UOp::make(Op::SHRINK, dtype(), src);
+  shape_of(n);  // static bounds are checked here
+  return Tensor(n, device());
+}
+
+Tensor Tensor::pad_to(const std::vector<std::pair<UOp, UOp>>& pads) const {
+  if (static_cast<int64_t>(pads.size()) != ndim())
+    fail("pad: {} pads for shape {}", pads.size(), shape_str(shape()));
+  std::vector<UOp> src{node()};
+  for (const auto& [b, a] : pads) src.push_back(b.cast(dtypes::index));
+  for (const auto& [b, a] : pads) src.push_back(a.cast(dtypes::index));
+  for (size_t i = 1; i < src.size(); ++i)
+    if (src[i].vmin() < 0) fail("pad: pad {} may be negative", src[i].render());
+  UOp n = UOp::make(Op::PAD, dtype(), src);
+  shape_of(n);
+  return Tensor(n, device());
+}
+
 Tensor Tensor::slice(const std::vector<SliceArg>& ranges) const {
   if (static_cast<int64_t>(ranges.size()) > ndim())
     fail("slice: {} ranges for shape {}", ranges.size(), shape_str(shape()));

@@ -29,12 +29,19 @@ Tensor reduce(const Tensor& x, Op op, const std::vector<int64_t>& axes, bool kee
 // The order-reversing map: -x for floats, ~x for ints, !x for bool.
 Tensor inverse(const Tensor& t) { return is_float(t.dtype()) ? t.neg() : t.bitwise_not(); }
 
-// Number of elements over the reduced axes (static dims).
-int64_t reduced_count(const Tensor& x, const std::vector<int64_t>& axes, std::string_view name) {
-  std::vector<int64_t> ax = norm_axes(axes, x.shape(), name);
-  int64_t n = 1;
-  for (int64_t a : ax) n *= x.size(a);
-  return n;
+// Number of elements over the reduced axes: a constant, or (symbolic dims) an index expression.
+UOp reduced_count(const Tensor& x, const std::vector<int64_t>& axes, std::string_view name) {
+  Shape dims;
+  for (int64_t a : norm_axes(axes, x.shape(), name)) dims.push_back(x.shape()[a]);
+  return prod(dims);
+}
+
+// n - correction clamped at 0, as `dtype` (a constant, or read when the graph runs).
+Tensor count_tensor(const UOp& n, int64_t correction, DType dtype, const std::string& device) {
+  if (n.is_const())
+    return const_tensor(static_cast<double>(std::max<int64_t>(0, n.const_int() - correction)),
+                        dtype, {}, device);
+  return maximum(Tensor::from_dim(n, device) - correction, 0).cast(dtype);
 }
 
 // `x` with `axis` moved to the end, and the order that moves it back.
@@ -69,20 +76,20 @@ Tensor Tensor::min(std::vector<int64_t> axes, bool keepdim) const {
 }
 
 Tensor Tensor::mean(std::vector<int64_t> axes, bool keepdim) const {
-  int64_t n = reduced_count(*this, axes, "mean");
-  DType out = float_dtype(dtype());
-  Tensor s = reduce(cast(sum_acc_dtype(out)), Op::ADD, axes, keepdim, "mean");
-  return (s * (1.0 / static_cast<double>(n))).cast(out);
+  UOp n = reduced_count(*this, axes, "mean");
+  DType out = float_dtype(dtype()), acc = sum_acc_dtype(out);
+  Tensor s = reduce(cast(acc), Op::ADD, axes, keepdim, "mean");
+  if (n.is_const()) return (s * (1.0 / static_cast<double>(n.const_int()))).cast(out);
+  return (s / count_tensor(n, 0, acc, device())).cast(out);
 }
 
 Tensor Tensor::var(std::vector<int64_t> axes, bool keepdim, int64_t correction) const {
-  int64_t n = reduced_count(*this, axes, "var");
-  DType out = float_dtype(dtype());
-  Tensor x = cast(sum_acc_dtype(out));
+  UOp n = reduced_count(*this, axes, "var");
+  DType out = float_dtype(dtype()), acc = sum_acc_dtype(out);
+  Tensor x = cast(acc);
   Tensor d = x - x.mean(axes, true);
   Tensor ss = reduce(d * d, Op::ADD, axes, keepdim, "var");
-  double denom = static_cast<double>(std::max<int64_t>(0, n - correction));
-  return (ss / denom).cast(out);
+  return (ss / count_tensor(n, correction, acc, device())).cast(out);
 }
 
 Tensor Tensor::std(std::vector<int64_t> axes, bool keepdim, int64_t correction) const {

@@ -197,6 +197,34 @@ int64_t Tensor::numel() const {
   return n;
 }
 
+Tensor Tensor::from_dim(const UOp& d, const std::string& device) {
+  if (d.dtype() != dtypes::index) fail("from_dim: {} is not an index expression", d.render());
+  return Tensor(d, device).cast(dtypes::int32);
+}
+
+Tensor Tensor::bind(const std::vector<std::pair<std::string, int64_t>>& var_vals) const {
+  std::vector<std::pair<UOp, UOp>> mapping;
+  for (const UOp& u : node().toposort()) {
+    if (u.op() != Op::PARAM) continue;
+    const auto& p = u.arg_as<ParamArg>();
+    if (p.slot != -1) continue;
+    auto it = std::find_if(var_vals.begin(), var_vals.end(),
+                           [&](const auto& kv) { return kv.first == p.name; });
+    if (it == var_vals.end()) fail("bind: variable '{}' has no value", p.name);
+    if (it->second < p.lo || it->second > p.hi)
+      fail("bind: {} = {} is outside [{}, {}]", p.name, it->second, p.lo, p.hi);
+    mapping.emplace_back(u, UOp::cnst_int(u.dtype(), it->second));
+  }
+  if (mapping.empty()) return *this;
+  UOp n = node().substitute(mapping);
+  // Dims that became constant expressions fold to plain constants.
+  std::vector<std::pair<UOp, UOp>> folded;
+  for (const UOp& u : n.toposort())
+    if (u.dtype() == dtypes::index && !u.is_const() && u.vmin() == u.vmax())
+      folded.emplace_back(u, dim(u.vmin()));
+  return Tensor(folded.empty() ? n : n.substitute(folded), device());
+}
+
 Tensor& Tensor::realize(const std::vector<std::pair<std::string, int64_t>>& var_vals) {
   realize_all(std::span<Tensor>(this, 1), var_vals);
   return *this;

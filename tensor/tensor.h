@@ -134,6 +134,13 @@ class Tensor {
   static Tensor uniform(const std::vector<int64_t>& shape, double low, double high,
                         DType dtype = dtypes::float32, const std::string& device = "");
 
+  /// A shape () int32 tensor holding the value of a symbolic dim (a variable or an expression of
+  /// variables), read when the graph runs.
+  static Tensor from_dim(const UOp& dim, const std::string& device = "");
+  /// This tensor with every variable replaced by its value: static shapes, for reading results and
+  /// for tests (the JIT keeps variables symbolic instead).
+  Tensor bind(const std::vector<std::pair<std::string, int64_t>>& var_vals) const;
+
   // ---- properties ----
   bool defined() const { return state_ != nullptr; }
   const UOp& node() const;
@@ -270,6 +277,11 @@ class Tensor {
   Tensor pad(const std::vector<std::pair<int64_t, int64_t>>& pads, Number value = 0) const;
   /// Keeps [start, end) of each axis (no bounds adjustment; an Error when out of range).
   Tensor shrink(const std::vector<std::pair<int64_t, int64_t>>& ranges) const;
+  /// Keeps [start, end) of each axis where the bounds may be symbolic (index UOps over variables,
+  /// e.g. [start_pos, start_pos + T)); static bounds are range-checked.
+  Tensor shrink_to(const std::vector<std::pair<UOp, UOp>>& ranges) const;
+  /// Pads each axis with {before, after} zeros, counts possibly symbolic.
+  Tensor pad_to(const std::vector<std::pair<UOp, UOp>>& pads) const;
   /// Python-style slicing; missing trailing axes are kept whole.
   Tensor slice(const std::vector<SliceArg>& ranges) const;
   Tensor flip(std::vector<int64_t> axes) const;

@@ -1,0 +1,75 @@
+// Symbolic shapes through the Tensor API: slices with variable bounds, reductions and matmuls over
+// a symbolic length, one graph realized for several bound values.
+#include <doctest/doctest.h>
+
+#include <numeric>
+
+#include "tensor/tensor.h"
+#include "uop/error.h"
+
+using namespace ugrad;
+
+namespace {
+using VarVals = std::vector<std::pair<std::string, int64_t>>;
+
+std::vector<float> iota_floats(size_t n) {
+  std::vector<float> v(n);
+  std::iota(v.begin(), v.end(), 0.0f);
+  return v;
+}
+}  // namespace
+
+TEST_CASE("tensor: symbolic slice shapes") {
+  Tensor cache = Tensor::from_vector(iota_floats(32), {8, 4});
+  UOp t = UOp::variable("T", 1, 8);
+  Tensor rows = cache.shrink_to({{dim(0), t}, {dim(0), dim(4)}});
+  CHECK(shape_str(rows.shape()) == "(T, 4)");
+  CHECK(shape_str(rows.sum({0}).shape()) == "(4,)");
+  CHECK(shape_str(rows.matmul(Tensor::ones({4, 2})).shape()) == "(T, 2)");
+  CHECK(shape_str((rows + Tensor::ones({4})).shape()) == "(T, 4)");
+  CHECK_THROWS_WITH_AS(rows.dims(), doctest::Contains("symbolic"), Error);
+  CHECK(rows.bind({{"T", 3}}).dims() == std::vector<int64_t>{3, 4});
+  CHECK_THROWS_WITH_AS(rows.bind({}), doctest::Contains("variable 'T' has no value"), Error);
+  CHECK_THROWS_WITH_AS(rows.bind({{"T", 9}}), doctest::Contains("outside [1, 8]"), Error);
+  CHECK_THROWS_AS(cache.shrink_to({{dim(0), dim(9)}, {dim(0), dim(4)}}), Error);
+}
+
+TEST_CASE("tensor: one symbolic graph realized for several lengths") {
+  Tensor cache = Tensor::from_vector(iota_floats(32), {8, 4});
+  UOp t = UOp::variable("T", 1, 8), start = UOp::variable("start_pos", 0, 4);
+  for (int64_t n : {1, 3, 4}) {
+    for (int64_t sp : {0, 2, 4}) {
+      VarVals vv{{"T", n}, {"start_pos", sp}};
+      Tensor rows = cache.shrink_to({{start, start + t}, {dim(0), dim(4)}});  // (T, 4)
+      Tensor sum = rows.sum({0});
+      Tensor mean = rows.mean({0});
+      Tensor proj = rows.matmul(Tensor::ones({4, 2}));  // (T, 2): row sums twice
+      std::vector<Tensor> outs{sum, mean, proj};
+      Tensor::realize_all(outs, vv);
+      std::vector<float> want_sum(4, 0), want_proj;
+      for (int64_t r = sp; r < sp + n; ++r) {
+        float row = 0;
+        for (int64_t c = 0; c < 4; ++c) {
+          want_sum[c] += static_cast<float>(r * 4 + c);
+          row += static_cast<float>(r * 4 + c);
+        }
+        want_proj.insert(want_proj.end(), {row, row});
+      }
+      CAPTURE(n);
+      CAPTURE(sp);
+      CHECK(outs[0].to_vector<float>() == want_sum);
+      std::vector<float> mean_got = outs[1].to_vector<float>();
+      for (int64_t c = 0; c < 4; ++c)
+        CHECK(mean_got[c] == doctest::Approx(want_sum[c] / static_cast<float>(n)));
+      CHECK(outs[2].bind(vv).to_vector<float>() == want_proj);
+    }
+  }
+}
+
+TEST_CASE("tensor: a symbolic dim read as a value") {
+  UOp t = UOp::variable("T", 1, 8);
+  Tensor x = Tensor::from_dim(t) * 10;
+  CHECK(x.dtype() == dtypes::int32);
+  x.realize({{"T", 5}});
+  CHECK(x.item<int>() == 50);
+}
