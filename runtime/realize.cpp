@@ -118,10 +118,20 @@ void copy_out(const UOp& buffer, std::span<std::byte> data) {
   b->copy_out(data);
 }
 
-std::vector<UOp> realize(std::span<const UOp> roots,
-                         const std::vector<std::pair<std::string, int64_t>>& var_vals) {
+std::vector<UOp> realize(std::span<const UOp> bound_roots,
+                         const std::vector<std::pair<std::string, int64_t>>& given_vals) {
+  auto [roots, var_vals] =
+      unbind_variables(std::vector<UOp>(bound_roots.begin(), bound_roots.end()));
+  for (const auto& [name, v] : given_vals) {
+    auto it =
+        std::find_if(var_vals.begin(), var_vals.end(), [&](auto& kv) { return kv.first == name; });
+    if (it == var_vals.end())
+      var_vals.emplace_back(name, v);
+    else if (it->second != v)
+      fail("variable '{}' is bound to {} in the graph but given {}", name, it->second, v);
+  }
   ++jit_stats().schedules;
-  Schedule sched = create_schedule(std::vector<UOp>(roots.begin(), roots.end()));
+  Schedule sched = create_schedule(roots);
   if (debug_level() >= 1 && !sched.items.empty())
     fmt::print(stderr, "scheduled {} kernel{}\n", sched.items.size(),
                sched.items.size() == 1 ? "" : "s");

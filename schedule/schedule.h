@@ -25,6 +25,15 @@ struct Schedule {
 /// Schedules the roots. Roots that are already realized views cost no kernel.
 Schedule create_schedule(const std::vector<UOp>& roots);
 
+/// A variable bound to a value inside a tensor graph: the value stored into the 0-d variable,
+/// AFTER(var, STORE(var, value)). Realize strips it: the value travels separately (var_vals) and
+/// the graph keeps the plain variable, so one schedule and one program serve every value.
+UOp bind_variable(const UOp& var, int64_t value);
+/// The graph with every bound variable replaced by the plain one, and the bound values. Two
+/// different values for one variable are an Error.
+std::pair<std::vector<UOp>, std::vector<std::pair<std::string, int64_t>>> unbind_variables(
+    const std::vector<UOp>& roots);
+
 /// The realized view of `buffer` with `shape`: RESHAPE to the maximum dims, then SHRINK to the
 /// symbolic ones where they differ.
 UOp buffer_view(const UOp& buffer, const Shape& shape);

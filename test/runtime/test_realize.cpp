@@ -155,3 +155,22 @@ TEST_CASE("buffer memory is freed with its node") {
   b = UOp();
   CHECK(weak.expired());
 }
+
+TEST_CASE(
+    "a variable bound inside the graph: its value travels separately, one kernel serves all") {
+  auto v = random_vec(32, 10);
+  UOp x = from(v, {32});
+  UOp t = UOp::variable("T", 1, 32);
+  for (int64_t n : {3, 17}) {
+    UOp shr = UOp::make(Op::SHRINK, x.dtype(), {x, dim(0), t});
+    // sum(x[:T]) + T, with T read as a value from the bound variable
+    UOp tval = bind_variable(t, n).cast(dtypes::float32);
+    UOp s = reduce(shr, Op::ADD, {0}) + mop(Op::RESHAPE, tval, {1});
+    std::vector<float> got = run(s);
+    double want = std::accumulate(v.begin(), v.begin() + n, 0.0) + static_cast<double>(n);
+    CHECK(got[0] == doctest::Approx(want).epsilon(1e-5));
+  }
+  UOp both = bind_variable(t, 3).cast(dtypes::float32) + bind_variable(t, 4).cast(dtypes::float32);
+  CHECK_THROWS_WITH_AS(run(both), doctest::Contains("bound to both 3 and 4"), Error);
+  CHECK_THROWS_WITH_AS(bind_variable(t, 40), doctest::Contains("outside its range"), Error);
+}
