@@ -2,6 +2,8 @@
 # Configures and builds ugrad into a build directory: scripts/build.sh [DIR] [extra cmake args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# ccache (when installed) matches objects across checkouts by paths relative to the tree.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 dir=${1:-build}
 shift || true
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
