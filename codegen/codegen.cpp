@@ -9,6 +9,7 @@
 
 #include "codegen/decomp.h"
 #include "codegen/expand.h"
+#include "codegen/gpu_decomp.h"
 #include "codegen/gpu_dims.h"
 #include "codegen/linearize.h"
 #include "codegen/lower_reduce.h"
@@ -139,6 +140,7 @@ KernelSource codegen(const UOp& ast, const CodegenTarget& target, const CodegenO
   k = graph_rewrite(k, pm_simplify_valid());
   k = lower_reduces(k);
   k = decompose(k, target);
+  k = gpu_decompose(k, target);
   std::vector<UOp> program = linearize(k, ks.cpu_threads > 1);
   if (target.is_gpu)
     program = gpu_guard_program(dims.guard ? simplify(dims.guard) : UOp(), program);
