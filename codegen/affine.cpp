@@ -24,6 +24,9 @@ std::optional<int64_t> affine_coefficient(const UOp& e, const UOp& r) {
         case Op::NEG:
           c = at(0) ? std::optional(-*at(0)) : std::nullopt;
           break;
+        case Op::CAST:  // index -> int32 (narrowed index math) keeps the step
+          c = is_int(u.dtype()) ? at(0) : std::nullopt;
+          break;
         case Op::MUL:
           // c*r times a constant
           if (u.src(1).is_const() && at(0))

@@ -12,6 +12,7 @@
 #include "codegen/gpu_decomp.h"
 #include "codegen/gpu_dims.h"
 #include "codegen/linearize.h"
+#include "codegen/lower_index.h"
 #include "codegen/lower_reduce.h"
 #include "codegen/ranges.h"
 #include "codegen/render_llvm.h"
@@ -140,12 +141,14 @@ KernelSource codegen(const UOp& ast, const CodegenTarget& target, const CodegenO
   k = graph_rewrite(k, pm_simplify_valid());
   k = lower_reduces(k);
   k = decompose(k, target);
+  k = graph_rewrite(k, pm_lower_index());
   k = gpu_decompose(k, target);
   std::vector<UOp> program = linearize(k, ks.cpu_threads > 1);
   if (target.is_gpu)
     program = gpu_guard_program(dims.guard ? simplify(dims.guard) : UOp(), program);
   if (debug >= 3)
-    fmt::print("  passes: opt expand symbolic lower_reduce decomp linearize render_llvm\n");
+    fmt::print(
+        "  passes: opt expand symbolic lower_reduce decomp lower_index linearize render_llvm\n");
   if (debug >= 6) fmt::print("{}", print_linear(program));
   ks.src = render_llvm(program, sig, target, ks.entry, target.is_gpu ? gpu_local_threads(dims) : 1);
   if (debug >= 4) fmt::print("{}\n", ks.src);

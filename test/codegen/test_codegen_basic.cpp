@@ -231,3 +231,15 @@ TEST_CASE("the same AST compiles for gfx1100") {
   std::string isa = llvm_compile(amdgpu_target("gfx1100"), ks.src, LlvmOutput::Assembly, ks.name);
   CHECK(isa.find("global_store") != std::string::npos);
 }
+
+TEST_CASE("index math is int32 when every value fits, int64 otherwise") {
+  auto gep_type = [](int64_t n) {
+    UOp o = buf(0, dtypes::float32, n), a = buf(1, dtypes::float32, n);
+    UOp i = UOp::range(n, 0);
+    KernelSource ks = codegen(sink({store(o, i, load(a, i))}), cpu_codegen_target(), kNoopt);
+    return ks.src.find("getelementptr inbounds float, ptr %data1, i32") != std::string::npos ? 32
+                                                                                             : 64;
+  };
+  CHECK(gep_type(1000) == 32);
+  CHECK(gep_type(int64_t(3) << 31) == 64);
+}
