@@ -6,3 +6,11 @@ ugrad_test(test_amd_device
 add_dependencies(test_amd_device ugrad_fake_hip)
 target_compile_definitions(test_amd_device PRIVATE
   UGRAD_FAKE_HIP_LIB="$<TARGET_FILE:ugrad_fake_hip>")
+
+# Graphs on DEV=AMD through libmockhip.so (test/mockgpu, the gfx1100 emulator) against the CPU.
+ugrad_test(test_amd_emulated
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_amd_emulated.cpp
+  DEPS ugrad_runtime)
+add_dependencies(test_amd_emulated mockhip)
+target_compile_definitions(test_amd_emulated PRIVATE
+  UGRAD_MOCKHIP_LIB="$<TARGET_FILE:mockhip>")

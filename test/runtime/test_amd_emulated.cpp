@@ -1,0 +1,214 @@
+// Graphs realized on DEV=AMD through the real AMD runtime path (HIP loaded with dlopen, code
+// objects loaded from memory, kernargs from metadata, grid/block from KernelSource) against
+// libmockhip.so, the gfx1100 emulator behind the HIP API, compared with the CPU backend.
+#include <doctest/doctest.h>
+
+#include <bit>
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "runtime/device.h"
+#include "runtime/jit.h"
+#include "runtime/realize.h"
+#include "test/graph_helpers.h"
+#include "uop/env.h"
+#include "uop/error.h"
+
+using namespace ugrad;
+using namespace ugrad::test;
+
+namespace {
+
+// The AMD device backed by the emulator. HIP_LIB is read when the device is first created.
+Device& emulated_amd() {
+  ScopedKnob lib(Knob::HIP_LIB, UGRAD_MOCKHIP_LIB);
+  return get_device("AMD");
+}
+
+// A graph over float32 inputs of the given shapes, built on any device.
+struct GraphCase {
+  std::vector<std::vector<int64_t>> inputs;
+  std::function<std::vector<UOp>(const std::vector<UOp>&)> build;
+  VarVals vars = {};
+  /// Which elements of root r hold values (a symbolic shape leaves the rest of its buffer alone).
+  std::function<bool(size_t r, size_t i)> valid = nullptr;
+};
+
+std::vector<float> random_values(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-2, 2);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+// Every root cast to float32 and read back.
+std::vector<std::vector<float>> run_on(const std::string& dev, const GraphCase& c) {
+  std::vector<UOp> ins;
+  uint32_t seed = 1;
+  for (const auto& dims : c.inputs) {
+    UOp x = input(dims, dtypes::float32, dev.c_str());
+    UOp b = realized_buffer(x);
+    std::vector<float> values = random_values(b.arg_as<BufferArg>().size, seed++);
+    copy_in(b, std::as_bytes(std::span(values)));
+    ins.push_back(x);
+  }
+  std::vector<UOp> roots;
+  for (const UOp& r : c.build(ins))
+    roots.push_back(r.dtype() == dtypes::float32 ? r : r.cast(dtypes::float32));
+  std::vector<UOp> out = realize(roots, c.vars);
+  std::vector<std::vector<float>> values;
+  for (const UOp& o : out) {
+    UOp b = realized_buffer(o);
+    std::vector<float> v(b.arg_as<BufferArg>().size);
+    copy_out(b, std::as_writable_bytes(std::span(v)));
+    values.push_back(std::move(v));
+  }
+  return values;
+}
+
+// AMD (emulated) against CPU: equal within `rtol` (0: bit-exact), on the elements `valid` keeps.
+void compare_with_cpu(const GraphCase& c, double rtol) {
+  emulated_amd();
+  std::vector<std::vector<float>> want = run_on("CPU", c), got = run_on("AMD", c);
+  REQUIRE(got.size() == want.size());
+  for (size_t r = 0; r < want.size(); ++r) {
+    REQUIRE(got[r].size() == want[r].size());
+    for (size_t i = 0; i < want[r].size(); ++i) {
+      if (c.valid && !c.valid(r, i)) continue;
+      INFO("root ", r, " element ", i);
+      if (rtol == 0 || std::isnan(want[r][i]))
+        CHECK(std::bit_cast<uint32_t>(got[r][i]) == std::bit_cast<uint32_t>(want[r][i]));
+      else
+        CHECK(got[r][i] == doctest::Approx(want[r][i]).epsilon(rtol).scale(1));
+    }
+  }
+}
+
+UOp bcast(const UOp& x, std::vector<int64_t> keep, std::vector<int64_t> dims) {
+  return mop(Op::EXPAND, mop(Op::RESHAPE, x, keep), dims);
+}
+
+}  // namespace
+
+TEST_CASE("the emulated AMD device is a gfx1100 GPU") {
+  Device& amd = emulated_amd();
+  CHECK(amd.name() == "AMD");
+  CHECK(amd.target().name == "gfx1100");
+}
+
+TEST_CASE("elementwise and broadcasts on DEV=AMD match the CPU bit for bit") {
+  compare_with_cpu(
+      {{{3, 40}, {40}, {3, 1}},
+       [](const std::vector<UOp>& x) {
+         UOp y = (x[0] + bcast(x[1], {1, 40}, {3, 40})) * mop(Op::EXPAND, x[2], {3, 40});
+         return std::vector<UOp>{y, x[0].alu(Op::MAX, full(0, {3, 40})),
+                                 x[0].lt(full(0.5, {3, 40})).where(x[0], x[0] * x[0])};
+       }},
+      0);
+}
+
+// KNOWN BUG (test/mockgpu): LLVM folds where(c, x, -x) into v_cndmask_b32_e64 v1, -v1, v1, vcc;
+// the emulator applies VOP3 abs/neg only to float-typed sources and drops the neg of this b32 op.
+TEST_CASE("where(c, x, -x) on DEV=AMD: VOP3 neg on v_cndmask_b32" * doctest::may_fail()) {
+  compare_with_cpu({{{3, 40}},
+                    [](const std::vector<UOp>& x) {
+                      return std::vector<UOp>{x[0].lt(full(0.5, {3, 40})).where(x[0], -x[0])};
+                    }},
+                   0);
+}
+
+TEST_CASE("reductions on DEV=AMD match the CPU") {
+  compare_with_cpu({{{6, 37}},
+                    [](const std::vector<UOp>& x) {
+                      return std::vector<UOp>{reduce(x[0], Op::ADD, {1}),
+                                              reduce(x[0], Op::MAX, {0}),
+                                              reduce(x[0], Op::ADD, {0, 1})};
+                    }},
+                   1e-5);
+}
+
+TEST_CASE("matmul with bias and relu on DEV=AMD matches the CPU") {
+  compare_with_cpu({{{5, 9}, {9, 7}, {7}},
+                    [](const std::vector<UOp>& x) {
+                      UOp mm = matmul(x[0], x[1], 5, 9, 7);
+                      UOp y = (mm + bcast(x[2], {1, 7}, {5, 7})).alu(Op::MAX, full(0, {5, 7}));
+                      return std::vector<UOp>{y};
+                    }},
+                   1e-5);
+}
+
+TEST_CASE("softmax on DEV=AMD matches the CPU") {
+  compare_with_cpu({{{4, 10}},
+                    [](const std::vector<UOp>& x) {
+                      UOp mx = mop(Op::EXPAND, reduce(x[0], Op::MAX, {1}), {4, 10});
+                      UOp e = (x[0] - mx).alu(Op::EXP2);
+                      UOp s = mop(Op::EXPAND, reduce(e, Op::ADD, {1}), {4, 10});
+                      return std::vector<UOp>{e * s.alu(Op::RECIP)};
+                    }},
+                   1e-5);
+}
+
+TEST_CASE("flip, permute and shrink on DEV=AMD match the CPU bit for bit") {
+  compare_with_cpu({{{3, 5}},
+                    [](const std::vector<UOp>& x) {
+                      return std::vector<UOp>{permute(x[0], {1, 0}) + full(0, {5, 3}),
+                                              flip(x[0], {1}) + full(1, {3, 5}),
+                                              mop(Op::SHRINK, x[0], {0, 1, 2, 3})};
+                    }},
+                   0);
+}
+
+// KNOWN BUG (codegen, GPU renderer): a gated LOAD (padding) is rendered as an unconditional load
+// and a select, so it reads outside the buffer; the emulator stops it as out of bounds (real
+// hardware may fault). The kernel contract says a masked load does not touch memory.
+TEST_CASE("pad on DEV=AMD: gated loads must not touch memory" * doctest::may_fail()) {
+  compare_with_cpu({{{3, 5}},
+                    [](const std::vector<UOp>& x) {
+                      return std::vector<UOp>{mop(Op::PAD, x[0], {1, 0, 0, 2})};
+                    }},
+                   0);
+}
+
+TEST_CASE("a symbolic length on DEV=AMD: one program, every bound value") {
+  for (int64_t t : {1, 13, 32}) {
+    INFO("T = ", t);
+    GraphCase c;
+    c.inputs = {{4, 32}};
+    c.build = [](const std::vector<UOp>& x) {
+      UOp v = UOp::variable("T", 1, 32);
+      UOp s = UOp::make(Op::SHRINK, x[0].dtype(), {x[0], dim(0), dim(0), dim(4), v});
+      return std::vector<UOp>{reduce(s, Op::ADD, {1}), s * s};
+    };
+    c.vars = {{"T", t}};
+    // s * s lives in a (4, 32) buffer: row i holds T values from i * 32.
+    c.valid = [t](size_t r, size_t i) { return r == 0 || static_cast<int64_t>(i % 32) < t; };
+    compare_with_cpu(c, 1e-5);
+  }
+}
+
+TEST_CASE("casts through every dtype on DEV=AMD match the CPU bit for bit") {
+  const DType all[] = {dtypes::bool_,  dtypes::int8,    dtypes::int16,    dtypes::int32,
+                       dtypes::int64,  dtypes::uint8,   dtypes::uint16,   dtypes::uint32,
+                       dtypes::uint64, dtypes::float16, dtypes::bfloat16, dtypes::float64};
+  for (DType dt : all) {
+    INFO("dtype ", to_string(dt));
+    compare_with_cpu({{{2, 33}, {33}},
+                      [dt](const std::vector<UOp>& x) {
+                        // Float -> unsigned of a negative value is undefined: those get |x|.
+                        const bool non_negative = dt == dtypes::bool_ || is_unsigned(dt);
+                        auto prep = [&](const UOp& v, std::vector<int64_t> dims) {
+                          UOp scaled = v * full(20, dims);
+                          if (non_negative) scaled = scaled.alu(Op::MAX, -scaled);
+                          return scaled.cast(dt);
+                        };
+                        UOp a = prep(x[0], {2, 33});
+                        UOp b = bcast(prep(x[1], {33}), {1, 33}, {2, 33});
+                        std::vector<UOp> r{a.alu(Op::MAX, b), a.lt(b)};
+                        if (dt != dtypes::bool_) r.push_back(a + b);
+                        return r;
+                      }},
+                     0);
+  }
+}
