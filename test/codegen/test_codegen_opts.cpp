@@ -142,3 +142,20 @@ TEST_CASE("NOOPT=1 turns the heuristic off; the heuristic tiles a GEMM") {
   // A tiny kernel is not worth a second core.
   CHECK(codegen(matmul_ast(8, 8, 8), cpu_codegen_target(), {.max_threads = 2}).cpu_threads == 1);
 }
+
+TEST_CASE("threads over a symbolic range split at run time") {
+  // out[i] = a[i] * n for i < m, threaded over the variable-length axis
+  UOp m = UOp::variable("m", 1, 64), nv = UOp::variable("n", 0, 9);
+  UOp out = buf(0, dtypes::int64, 64), a = buf(1, dtypes::int64, 64);
+  UOp i = UOp::range(m, 0);
+  UOp ast = sink({store(out, i, load(a, i) * nv.cast(dtypes::int64))});
+  Kernel k = compile(ast, {.opts = std::vector<Opt>{{OptType::Thread, 0, 2}}});
+  std::vector<int64_t> va(64);
+  for (int x = 0; x < 64; ++x) va[x] = x - 20;
+  for (int64_t cores : {1, 2, 3})
+    for (auto [mv, n] : {std::pair<int64_t, int64_t>{1, 3}, {2, 9}, {63, 7}}) {
+      std::vector<int64_t> vo(64, -1);
+      k.run({vo.data(), va.data()}, {mv, n}, cores);
+      for (int x = 0; x < 64; ++x) CHECK(vo[x] == (x < mv ? va[x] * n : -1));
+    }
+}
