@@ -1,0 +1,151 @@
+#include "llm/models/qwen3.h"
+
+#include <cmath>
+
+#include "llm/quant/dequantize.h"
+#include "llm/quant/lazy_dequant.h"
+#include "uop/error.h"
+
+namespace ugrad::llm {
+namespace {
+
+// A GGUF matrix [ne0 = in, ne1 = out] as a lazy (out, in) float tensor over its raw bytes; a
+// vector [n] as (n,).
+Tensor load_weight(const GgufTensor& t, const std::string& device) {
+  std::vector<int64_t> shape(t.dims.rbegin(), t.dims.rend());  // ggml lists innermost first
+  Tensor raw = Tensor::from_bytes(std::as_bytes(t.data), {static_cast<int64_t>(t.data.size())},
+                                  dtypes::uint8, device);
+  return dequantize_lazy(raw, t.type, shape);
+}
+
+// x / sqrt(mean(x^2) + eps) * w over the last axis.
+Tensor rms_norm(const Tensor& x, const Tensor& w, float eps) {
+  return x * (x.square().mean({-1}, true) + eps).rsqrt() * w;
+}
+
+}  // namespace
+
+Qwen3Model::Qwen3Model(const GgufFile& file, int64_t max_context, const std::string& device)
+    : file_(file),
+      config_(ModelConfig::from_gguf(file_)),
+      max_context_(max_context),
+      device_(device) {
+  if (max_context < 1) fail("max context {} must be at least 1", max_context);
+  ModelWeights w = ModelWeights::from_gguf(file_, config_);
+  token_embd_ = w.token_embd;
+  auto load = [&](const GgufTensor* t) {
+    Tensor x = load_weight(*t, device_);
+    return x;
+  };
+  const int64_t kv_heads = config_.n_kv_heads, hd = config_.head_dim;
+  for (const LayerWeights& lw : w.layers) {
+    Layer l{load(lw.attn_norm),
+            load(lw.attn_q),
+            load(lw.attn_k),
+            load(lw.attn_v),
+            load(lw.attn_output),
+            load(lw.attn_q_norm),
+            load(lw.attn_k_norm),
+            load(lw.ffn_norm),
+            load(lw.ffn_gate),
+            load(lw.ffn_up),
+            load(lw.ffn_down),
+            Tensor(),
+            Tensor()};
+    l.cache_k = Tensor::zeros({max_context, kv_heads, hd}, dtypes::float16, device_).contiguous();
+    l.cache_v = Tensor::zeros({max_context, kv_heads, hd}, dtypes::float16, device_).contiguous();
+    l.cache_k.realize();
+    l.cache_v.realize();
+    layers_.push_back(std::move(l));
+  }
+  output_norm_ = load(w.output_norm);
+  output_ = load(w.output);
+}
+
+// Rows of the embedding table for the tokens, dequantized on the host (only the rows needed).
+Tensor Qwen3Model::embed(std::span<const int32_t> tokens) const {
+  const int64_t dim = config_.dim;
+  const size_t row_bytes_n = row_bytes(token_embd_->type, dim);
+  std::vector<float> rows(tokens.size() * dim);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || tokens[i] >= static_cast<int64_t>(config_.vocab_size))
+      fail("token id {} is outside the vocabulary [0, {})", tokens[i], config_.vocab_size);
+    auto src = token_embd_->data.subspan(static_cast<size_t>(tokens[i]) * row_bytes_n, row_bytes_n);
+    dequantize(token_embd_->type, src, std::span<float>(rows).subspan(i * dim, dim));
+  }
+  return Tensor::from_vector(rows, {static_cast<int64_t>(tokens.size()), dim}, dtypes::float32,
+                             device_);
+}
+
+Tensor Qwen3Model::attention(Layer& l, const Tensor& h, int64_t start_pos, int64_t n) {
+  const int64_t heads = config_.n_heads, kv_heads = config_.n_kv_heads, hd = config_.head_dim;
+  const int64_t half = hd / 2, end = start_pos + n;
+  Tensor q = rms_norm(h.linear(l.wq).reshape({n, heads, hd}), l.q_norm, config_.rms_eps);
+  Tensor k = rms_norm(h.linear(l.wk).reshape({n, kv_heads, hd}), l.k_norm, config_.rms_eps);
+  Tensor v = h.linear(l.wv).reshape({n, kv_heads, hd});
+
+  // NEOX RoPE: (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin) on the two halves of each head.
+  std::vector<float> cos_t(n * half), sin_t(n * half);
+  for (int64_t p = 0; p < n; ++p)
+    for (int64_t i = 0; i < half; ++i) {
+      double angle =
+          static_cast<double>(start_pos + p) *
+          std::pow(static_cast<double>(config_.rope_theta), -2.0 * i / static_cast<double>(hd));
+      cos_t[p * half + i] = static_cast<float>(std::cos(angle));
+      sin_t[p * half + i] = static_cast<float>(std::sin(angle));
+    }
+  Tensor cos = Tensor::from_vector(cos_t, {n, 1, half}, dtypes::float32, device_);
+  Tensor sin = Tensor::from_vector(sin_t, {n, 1, half}, dtypes::float32, device_);
+  auto rope = [&](const Tensor& x, int64_t nh) {
+    Tensor x1 = x.shrink({{0, n}, {0, nh}, {0, half}}),
+           x2 = x.shrink({{0, n}, {0, nh}, {half, hd}});
+    return cat({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, 2);
+  };
+  q = rope(q, heads);
+  k = rope(k, kv_heads);
+
+  // Write this chunk's keys and values into the cache, then attend over [0, end).
+  Tensor writes[] = {
+      l.cache_k.shrink({{start_pos, end}, {0, kv_heads}, {0, hd}}).assign(k.cast(dtypes::float16)),
+      l.cache_v.shrink({{start_pos, end}, {0, kv_heads}, {0, hd}}).assign(v.cast(dtypes::float16))};
+  Tensor::realize_all(writes);
+  const int64_t group = heads / kv_heads;
+  auto expand_heads = [&](const Tensor& c) {  // (end, kv_heads, hd) -> (heads, end, hd)
+    return c.shrink({{0, end}, {0, kv_heads}, {0, hd}})
+        .cast(dtypes::float32)
+        .reshape({end, kv_heads, 1, hd})
+        .expand({end, kv_heads, group, hd})
+        .reshape({end, heads, hd})
+        .permute({1, 0, 2});
+  };
+  Tensor keys = expand_heads(l.cache_k), values = expand_heads(l.cache_v);
+  Tensor scores =
+      q.permute({1, 0, 2}).matmul(keys.transpose()) * (1.0 / std::sqrt(static_cast<double>(hd)));
+  // Causal: query p (position start_pos + p) sees keys 0 .. start_pos + p.
+  std::vector<float> mask(n * end);
+  for (int64_t p = 0; p < n; ++p)
+    for (int64_t j = 0; j < end; ++j) mask[p * end + j] = j <= start_pos + p ? 0.0f : -INFINITY;
+  scores = scores + Tensor::from_vector(mask, {1, n, end}, dtypes::float32, device_);
+  Tensor out = scores.softmax(-1).matmul(values);  // (heads, n, hd)
+  return out.permute({1, 0, 2}).reshape({n, heads * hd}).linear(l.wo);
+}
+
+std::vector<float> Qwen3Model::forward(std::span<const int32_t> tokens, int64_t start_pos) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  if (n == 0) fail("forward: no tokens");
+  if (start_pos < 0 || start_pos + n > max_context_)
+    fail("forward: positions [{}, {}) exceed the context of {} tokens", start_pos, start_pos + n,
+         max_context_);
+  Tensor x = embed(tokens);
+  for (Layer& l : layers_) {
+    x.realize();
+    x = x + attention(l, rms_norm(x, l.attn_norm, config_.rms_eps), start_pos, n);
+    x.realize();
+    Tensor h = rms_norm(x, l.ffn_norm, config_.rms_eps);
+    x = x + (h.linear(l.w_gate).silu() * h.linear(l.w_up)).linear(l.w_down);
+  }
+  Tensor last = x.shrink({{n - 1, n}, {0, static_cast<int64_t>(config_.dim)}});
+  return rms_norm(last, output_norm_, config_.rms_eps).linear(output_).to_vector<float>();
+}
+
+}  // namespace ugrad::llm

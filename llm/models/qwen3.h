@@ -1,0 +1,48 @@
+// Qwen3 dense (`general.architecture = qwen3`) written against the tensor API: embedding, RMSNorm,
+// per-head q/k RMSNorm, NEOX RoPE, grouped-query attention over a half-precision KV cache, SwiGLU
+// FFN, tied output when `output.weight` is absent. Weights stay in their GGUF format; every matmul
+// dequantizes inside its kernel (llm/quant/lazy_dequant.h).
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "llm/gguf/gguf.h"
+#include "llm/model/config.h"
+#include "tensor/tensor.h"
+
+namespace ugrad::llm {
+
+class Qwen3Model {
+ public:
+  /// Loads the model's weights (quantized, as in the file) onto `device` with a zeroed KV cache
+  /// of `max_context` positions. An Error names what is wrong with the file.
+  Qwen3Model(const GgufFile& file, int64_t max_context, const std::string& device = "");
+
+  /// Runs `tokens` at positions [start_pos, start_pos + tokens.size()), writing their keys and
+  /// values into the cache, and returns the logits of the last one (vocab floats). Positions
+  /// before start_pos must hold the cache of the same prefix.
+  std::vector<float> forward(std::span<const int32_t> tokens, int64_t start_pos);
+
+  const ModelConfig& config() const { return config_; }
+  int64_t max_context() const { return max_context_; }
+
+ private:
+  struct Layer {
+    Tensor attn_norm, wq, wk, wv, wo, q_norm, k_norm, ffn_norm, w_gate, w_up, w_down;
+    Tensor cache_k, cache_v;  // (max_context, n_kv_heads, head_dim) float16
+  };
+  Tensor embed(std::span<const int32_t> tokens) const;
+  Tensor attention(Layer& layer, const Tensor& x, int64_t start_pos, int64_t n);
+
+  GgufFile file_;
+  ModelConfig config_;
+  int64_t max_context_;
+  std::string device_;
+  const GgufTensor* token_embd_ = nullptr;
+  std::vector<Layer> layers_;
+  Tensor output_norm_, output_;
+};
+
+}  // namespace ugrad::llm
