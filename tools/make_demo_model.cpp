@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "llm/model/config.h"
 #include "llm/model/demo_model.h"
 #include "uop/error.h"
 
@@ -128,9 +129,15 @@ int run(int argc, char** argv) {
   }
   if (output.empty()) fail("no output file: pass -o OUT.gguf (see --help)");
   write_demo_model(output, o);
-  fmt::print("wrote {}: qwen3, {} layers, dim {}, {}/{} heads of {}, ffn {}, {} weights, seed {}\n",
-             output, o.n_layers, o.dim, o.n_heads, o.n_kv_heads, o.head_dim, o.ffn_dim,
-             format_of(o.weight_type).name, o.seed);
+  // Read the file back through the model loader's validation before calling it done.
+  const GgufFile file = GgufFile::open(output);
+  const ModelConfig c = ModelConfig::from_gguf(file);
+  ModelWeights::from_gguf(file, c);
+  fmt::print(
+      "wrote {}: qwen3, {} layers, dim {}, {}/{} heads of {}, ffn {}, vocab {}, {} weights, "
+      "seed {}\n",
+      output, c.n_layers, c.dim, c.n_heads, c.n_kv_heads, c.head_dim, c.ffn_dim, c.vocab_size,
+      format_of(o.weight_type).name, o.seed);
   return 0;
 }
 
