@@ -11,11 +11,13 @@
 #include "codegen/expand.h"
 #include "codegen/gpu_decomp.h"
 #include "codegen/gpu_dims.h"
+#include "codegen/gpu_opts.h"
 #include "codegen/linearize.h"
 #include "codegen/lower_index.h"
 #include "codegen/lower_reduce.h"
 #include "codegen/ranges.h"
 #include "codegen/render_llvm.h"
+#include "codegen/tensor_cores.h"
 #include "uop/env.h"
 #include "uop/error.h"
 #include "uop/symbolic.h"
@@ -131,6 +133,14 @@ KernelSource codegen(const UOp& ast, const CodegenTarget& target, const CodegenO
 
   // Stages, in order; DEBUG=3 names them.
   UOp k = apply_opts(ast, ks.opts);
+  if (target.is_gpu) {
+    ks.gpu_opts = options.gpu_opts ? *options.gpu_opts
+                  : noopt          ? std::vector<GpuOpt>{}
+                                   : gpu_heuristic_opts(k, target);
+    k = apply_gpu_opts(k, ks.gpu_opts, target);
+    if (!ks.gpu_opts.empty())
+      ks.opts_desc += (ks.opts_desc.empty() ? "" : " ") + to_string(ks.gpu_opts);
+  }
   ks.name = unique_name(base_name(k), ast.hash());
   ks.entry = ks.name;
   if (debug >= 3) fmt::print("codegen {}: opts [{}]\n", ks.name, ks.opts_desc);
@@ -140,6 +150,7 @@ KernelSource codegen(const UOp& ast, const CodegenTarget& target, const CodegenO
   if (target.is_gpu) k = gpu_dims(k, target, dims);
   k = graph_rewrite(k, pm_simplify_valid());
   k = lower_reduces(k);
+  if (target.is_gpu) k = fuse_wmma_accumulate(k);
   k = decompose(k, target);
   k = graph_rewrite(k, pm_lower_index());
   k = gpu_decompose(k, target);

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/gpu_opts.h"
 #include "codegen/opt.h"
 #include "codegen/target.h"
 #include "uop/uop.h"
@@ -46,6 +47,7 @@ struct KernelSource {
   std::vector<KernelBuffer> buffers;  // by slot
   std::vector<UOp> vars;              // variable PARAMs in argument order (sorted by name)
   std::vector<Opt> opts;              // optimizations applied
+  std::vector<GpuOpt> gpu_opts;       // GPU optimizations applied (group reduce, tensor cores)
   std::string opts_desc;              // the same as text, for DEBUG=3
   int64_t cpu_threads = 1;            // cores the kernel wants (CPU)
   std::vector<UOp> global_size;       // GPU: launch grid in workgroups (index UOps over vars)
@@ -57,7 +59,9 @@ struct CodegenOptions {
   int noopt = -1;
   /// Optimizations to apply instead of the heuristic's choice (when set).
   std::optional<std::vector<Opt>> opts = std::nullopt;
-  /// Upper bound on cpu_threads (0: no bound).
+  /// GPU optimizations to apply instead of the GPU heuristic's choice (when set).
+  std::optional<std::vector<GpuOpt>> gpu_opts = std::nullopt;
+  /// Upper bound on cpu_threads (0: the THREADS knob, else the host core count).
   int64_t max_threads = 0;
 };
 

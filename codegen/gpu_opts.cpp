@@ -1,0 +1,70 @@
+#include "codegen/gpu_opts.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "codegen/gpu_reduce.h"
+#include "codegen/opt.h"
+#include "codegen/tensor_cores.h"
+#include "uop/error.h"
+
+namespace ugrad {
+
+namespace {
+
+// Group reduce when the outputs alone cannot fill the GPU and each thread still gets work.
+constexpr int64_t kGroupReduceMaxOutputs = 2048;
+constexpr int64_t kGroupReduceMinExtent = 256;
+constexpr int64_t kGroupReduceLanes[] = {256, 128, 64, 32};
+constexpr int64_t kMinPerLane = 4;
+
+int64_t extent(const UOp& r) {
+  return r.src(0).is_const() ? r.src(0).const_int() : int64_t(r.src(0).vmax());
+}
+
+}  // namespace
+
+std::string to_string(const std::vector<GpuOpt>& opts) {
+  static constexpr const char* kNames[] = {"GROUP_REDUCE", "TENSOR_CORE"};
+  std::string s;
+  for (const GpuOpt& o : opts)
+    s += fmt::format("{}{}({},{})", s.empty() ? "" : " ", kNames[int(o.type)], o.axis, o.amount);
+  return s;
+}
+
+std::vector<GpuOpt> gpu_heuristic_opts(const UOp& ast, const CodegenTarget& target) {
+  if (!target.is_gpu) return {};
+  if (target.has_wmma)
+    if (auto tc = tensor_core_axis(ast)) return {{GpuOptType::TensorCore, *tc, 0}};
+  int64_t outputs = 1;
+  UOp longest;
+  for (const UOp& r : kernel_ranges(ast)) {
+    const AxisType t = r.arg_as<RangeArg>().type;
+    if (t == AxisType::Loop) outputs *= std::max<int64_t>(1, extent(r));
+    if (t == AxisType::Reduce && r.src(0).is_const() && (!longest || extent(r) > extent(longest)))
+      longest = r;
+  }
+  if (!longest || outputs > kGroupReduceMaxOutputs || extent(longest) < kGroupReduceMinExtent)
+    return {};
+  for (int64_t lanes : kGroupReduceLanes)
+    if (extent(longest) % lanes == 0 && extent(longest) / lanes >= kMinPerLane)
+      return {{GpuOptType::GroupReduce, longest.arg_as<RangeArg>().axis, lanes}};
+  return {};
+}
+
+UOp apply_gpu_opts(const UOp& ast, const std::vector<GpuOpt>& opts, const CodegenTarget& target) {
+  UOp out = ast;
+  for (const GpuOpt& o : opts) {
+    if (!target.is_gpu) fail("codegen: {} needs a GPU target", to_string({o}));
+    if (o.type == GpuOptType::GroupReduce) {
+      out = group_reduce(out, o.axis, o.amount);
+    } else {
+      if (!target.has_wmma) fail("codegen: {}: {} has no WMMA", to_string({o}), target.name);
+      out = tensor_cores(out, o.axis);
+    }
+  }
+  return out;
+}
+
+}  // namespace ugrad

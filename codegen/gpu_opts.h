@@ -1,0 +1,36 @@
+// GPU optimizations as data, next to the CPU Opt list (opt.h): chosen by a small heuristic (or
+// given in CodegenOptions::gpu_opts) and applied to the kernel AST before expansion.
+//   GROUP_REDUCE(axis, n)  the reduce axis is split across n threads of a workgroup: each thread
+//                          reduces its share, partials meet in LDS after a barrier (gpu_reduce.h)
+//   TENSOR_CORE(axis, 0)   the REDUCE ADD over reduce `axis` of a f16/bf16 product becomes WMMA
+//                          16x16x16 tiles, one wave per tile (tensor_cores.h)
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codegen/target.h"
+#include "uop/uop.h"
+
+namespace ugrad {
+
+enum class GpuOptType : uint8_t { GroupReduce, TensorCore };
+
+struct GpuOpt {
+  GpuOptType type;
+  int64_t axis;
+  int64_t amount;
+  friend bool operator==(const GpuOpt&, const GpuOpt&) = default;
+};
+
+/// "GROUP_REDUCE(1,256) TENSOR_CORE(2,0)".
+std::string to_string(const std::vector<GpuOpt>& opts);
+
+/// The heuristic's choice for a GPU target: tensor cores for an eligible f16/bf16 matmul, else a
+/// group reduce when the outputs are too few to fill the GPU and the reduce is long.
+std::vector<GpuOpt> gpu_heuristic_opts(const UOp& ast, const CodegenTarget& target);
+
+/// Applies `opts` in order; an Error names an opt that does not fit.
+UOp apply_gpu_opts(const UOp& ast, const std::vector<GpuOpt>& opts, const CodegenTarget& target);
+
+}  // namespace ugrad
