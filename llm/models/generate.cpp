@@ -1,0 +1,56 @@
+#include "llm/models/generate.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "uop/error.h"
+
+namespace ugrad::llm {
+
+GenerateResult Generator::generate(std::span<const int32_t> prompt, const GenerateOptions& options,
+                                   const std::function<bool(int32_t)>& on_token) {
+  const int64_t ctx = model_.max_context();
+  if (prompt.empty()) fail("generate: the prompt is empty");
+  if (static_cast<int64_t>(prompt.size()) > ctx)
+    fail("generate: the prompt has {} tokens but the context holds {} (raise --max-context)",
+         prompt.size(), ctx);
+  if (options.chunk < 1) fail("generate: chunk length {} must be at least 1", options.chunk);
+  GenerateResult result;
+  Sampler sampler(options.sampling);
+  using clock = std::chrono::steady_clock;
+
+  // Reuse the cached prefix; at least the last prompt token is fed again to get its logits.
+  size_t common = 0;
+  while (common < cached_.size() && common < prompt.size() && cached_[common] == prompt[common])
+    ++common;
+  size_t start = std::min(common, prompt.size() - 1);
+  result.reused_tokens = static_cast<int64_t>(start);
+  cached_.assign(prompt.begin(), prompt.begin() + start);
+
+  auto t0 = clock::now();
+  std::vector<float> logits;
+  for (size_t pos = start; pos < prompt.size(); pos += options.chunk) {
+    size_t n = std::min<size_t>(options.chunk, prompt.size() - pos);
+    logits = model_.forward(prompt.subspan(pos, n), static_cast<int64_t>(pos));
+    cached_.insert(cached_.end(), prompt.begin() + pos, prompt.begin() + pos + n);
+  }
+  auto t1 = clock::now();
+  result.prefill_seconds = std::chrono::duration<double>(t1 - t0).count();
+
+  for (int64_t i = 0; i < options.max_tokens; ++i) {
+    if (options.top_logprobs > 0)
+      result.top_logprobs.push_back(Sampler::top_logprobs(logits, options.top_logprobs));
+    int32_t tok = sampler.sample(logits);
+    result.tokens.push_back(tok);
+    bool go_on = !on_token || on_token(tok);
+    if (!go_on || (options.is_stop && options.is_stop(tok))) break;
+    if (static_cast<int64_t>(cached_.size()) >= ctx || i + 1 == options.max_tokens) break;
+    int32_t one[] = {tok};
+    logits = model_.forward(one, static_cast<int64_t>(cached_.size()));
+    cached_.push_back(tok);
+  }
+  result.decode_seconds = std::chrono::duration<double>(clock::now() - t1).count();
+  return result;
+}
+
+}  // namespace ugrad::llm
