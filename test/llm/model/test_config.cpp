@@ -64,7 +64,7 @@ TEST_CASE("config: a consistent qwen3 file gives every hyperparameter") {
   CHECK(l.ffn_down->name == "blk.2.ffn_down.weight");
 }
 
-TEST_CASE("config: output.weight present means untied; defaults as llama.cpp's") {
+TEST_CASE("config: output.weight present means untied, and llama.cpp's defaults apply") {
   ToyModel m = toy_qwen3(1, 8, 2, 2, 4, 12, 10);
   m.tensors.push_back({"output.weight", {8, 10}, GgmlType::F16});
   m.metadata.erase("qwen3.attention.head_count_kv");  // defaults to head_count
