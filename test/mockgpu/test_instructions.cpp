@@ -130,6 +130,8 @@ TEST_CASE("VALU f32 ops are IEEE-exact, with modifiers and inline constants") {
           {"v_cvt_f32_f16 v0, v1", 0xabcd3c00, 0, 0, F(1.0f)},
           {"v_cvt_f32_f16_e64 v0, -|v1|", 0x00003c00, 0, 0, F(-1.0f)},
           {"v_cndmask_b32_e64 v0, v1, v2, s1", 11, 22, 0, 22},  // s1 bit 0 set
+          // regression: abs/neg on the untyped cndmask (LLVM's sqrt(|x|) expansion)
+          {"v_cndmask_b32_e64 v0, v2, -|v1|, s1", F(2.5f), 0, 0, F(-2.5f)},
       },
       0xffffffff);
 }

@@ -59,7 +59,9 @@ void exec_vop(Wave& w, const Inst& in) {
       const u32 mask = is_16(t) ? 0xffffu : 0xffffffffu;
       for (int l = 0; l < kLanes; ++l) src[i][l] = (tmp[l] >> shift) & mask;
     }
-    if (vop3 && is_float(t) && ((in.abs | in.neg) >> i & 1)) {
+    // abs/neg act on the sign bit of the operand's width; LLVM also sets them on "untyped"
+    // moves such as v_cndmask_b32_e64 v0, |s0|, v1 (found by bench_emulator's sqrt(|a|)).
+    if (vop3 && ((in.abs | in.neg) >> i & 1)) {
       const u64 sb = u64{1} << sign_bit(t);
       const bool ab = in.abs >> i & 1, ng = in.neg >> i & 1;
       for (int l = 0; l < kLanes; ++l) {
