@@ -14,3 +14,8 @@ ugrad_test(test_amd_emulated
 add_dependencies(test_amd_emulated mockhip)
 target_compile_definitions(test_amd_emulated PRIVATE
   UGRAD_MOCKHIP_LIB="$<TARGET_FILE:mockhip>")
+
+# The whole tensor op table compiled for gfx1100 through NULL:gfx1100: every kernel linked into a
+# code object whose metadata matches its parameters (the NULL device validates each one).
+add_test(NAME op_table_null_gfx1100 COMMAND test_tensor "--test-case=op table: *")
+set_tests_properties(op_table_null_gfx1100 PROPERTIES ENVIRONMENT "DEV=NULL:gfx1100")

@@ -4,9 +4,12 @@
 // kernargs packed byte by byte from the metadata; launch dims are evaluated over variables.
 #include <dlfcn.h>
 #include <doctest/doctest.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 
 #include "codegen/codegen.h"
 #include "runtime/amd_device.h"
@@ -92,6 +95,34 @@ UOp in(std::vector<int64_t> dims, const std::string& dev, DType dt = dtypes::flo
 }
 UOp expand_to(const UOp& x, std::vector<int64_t> keep_shape, std::vector<int64_t> dims) {
   return mop(Op::EXPAND, mop(Op::RESHAPE, x, keep_shape), dims);
+}
+
+// Everything `fn` writes to stdout (DEBUG output goes there).
+std::string capture_stdout(const std::function<void()>& fn) {
+  std::fflush(stdout);
+  FILE* tmp = std::tmpfile();
+  REQUIRE(tmp);
+  int saved = dup(1);
+  dup2(fileno(tmp), 1);
+  auto restore = [&] {
+    std::fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+  };
+  try {
+    fn();
+  } catch (...) {
+    restore();
+    std::fclose(tmp);
+    throw;
+  }
+  restore();
+  std::string out;
+  std::rewind(tmp);
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, tmp)) > 0;) out.append(buf, n);
+  std::fclose(tmp);
+  return out;
 }
 
 }  // namespace
@@ -357,3 +388,30 @@ TEST_CASE("AMD device over a fake HIP library: allocation, copies and the launch
   CHECK(realized_buffer(out[0]).arg_as<BufferArg>().device == "AMD");
 }
 #endif
+
+TEST_CASE("DEBUG=7 prints each kernel's machine code: AMDGPU ISA and x86 assembly") {
+  // Shapes no other case uses, so the kernels are compiled (not found in realize's program map).
+  for (std::string dev : {"NULL:gfx1100", "CPU"}) {
+    INFO("device ", dev);
+    UOp a = in({3, 29}, dev), b = in({29}, dev);
+    UOp y = a * expand_to(b, {1, 29}, {3, 29}) + full(1, {3, 29});
+    std::vector<ExecItem> items;
+    std::string out = capture_stdout([&] {
+      ScopedKnob debug(Knob::DEBUG, "7");
+      CaptureScope capture;
+      UOp roots[] = {y};
+      realize(roots);
+      items = capture.items;
+    });
+    REQUIRE(items.size() == 1);
+    const std::string& name = items[0].program->source().name;
+    if (dev == "CPU") {
+      CHECK(out.find(name + " (" + cpu_target().arch + "):") != std::string::npos);
+      CHECK(out.find("\tret") != std::string::npos);
+    } else {
+      CHECK(out.find(name + " (gfx1100):") != std::string::npos);
+      CHECK(out.find("global_store_b32") != std::string::npos);
+      CHECK(out.find("s_endpgm") != std::string::npos);
+    }
+  }
+}
