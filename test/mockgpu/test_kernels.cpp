@@ -206,3 +206,123 @@ TEST_CASE("a stray global access fails the launch naming kernel, pc, lane and ad
     CHECK(what.find("out-of-bounds access: lane") != std::string::npos);
   }
 }
+
+TEST_CASE("launch ABI: 3D workitem/workgroup ids, the dispatch packet and hidden args") {
+  Mock m;
+  // out[flat] = {tid.x, tid.y, tid.z, wg.x, wg.y, wg.z, packet wg size x, packet grid size y}
+  const std::string ir = R"(
+declare i32 @llvm.amdgcn.workitem.id.x()
+declare i32 @llvm.amdgcn.workitem.id.y()
+declare i32 @llvm.amdgcn.workitem.id.z()
+declare i32 @llvm.amdgcn.workgroup.id.x()
+declare i32 @llvm.amdgcn.workgroup.id.y()
+declare i32 @llvm.amdgcn.workgroup.id.z()
+declare ptr addrspace(4) @llvm.amdgcn.dispatch.ptr()
+define amdgpu_kernel void @ids(ptr addrspace(1) noalias %out) #0 {
+  %tx = call i32 @llvm.amdgcn.workitem.id.x()
+  %ty = call i32 @llvm.amdgcn.workitem.id.y()
+  %tz = call i32 @llvm.amdgcn.workitem.id.z()
+  %gx = call i32 @llvm.amdgcn.workgroup.id.x()
+  %gy = call i32 @llvm.amdgcn.workgroup.id.y()
+  %gz = call i32 @llvm.amdgcn.workgroup.id.z()
+  %dp = call ptr addrspace(4) @llvm.amdgcn.dispatch.ptr()
+  %pws = getelementptr inbounds i8, ptr addrspace(4) %dp, i64 4
+  %ws16 = load i16, ptr addrspace(4) %pws
+  %ws = zext i16 %ws16 to i32
+  %pgy = getelementptr inbounds i8, ptr addrspace(4) %dp, i64 16
+  %gsy = load i32, ptr addrspace(4) %pgy
+  ; flat = ((gz*2 + gy)*3 + gx) * 32 + (tz*4 + ty)*4 + tx   (block 4x4x2, grid 3x2x2)
+  %a0 = mul i32 %gz, 2
+  %a1 = add i32 %a0, %gy
+  %a2 = mul i32 %a1, 3
+  %a3 = add i32 %a2, %gx
+  %a4 = mul i32 %a3, 32
+  %b0 = mul i32 %tz, 4
+  %b1 = add i32 %b0, %ty
+  %b2 = mul i32 %b1, 4
+  %b3 = add i32 %b2, %tx
+  %flat = add i32 %a4, %b3
+  %base = mul i32 %flat, 8
+  %v = insertelement <8 x i32> poison, i32 %tx, i32 0
+  %v1 = insertelement <8 x i32> %v, i32 %ty, i32 1
+  %v2 = insertelement <8 x i32> %v1, i32 %tz, i32 2
+  %v3 = insertelement <8 x i32> %v2, i32 %gx, i32 3
+  %v4 = insertelement <8 x i32> %v3, i32 %gy, i32 4
+  %v5 = insertelement <8 x i32> %v4, i32 %gz, i32 5
+  %v6 = insertelement <8 x i32> %v5, i32 %ws, i32 6
+  %v7 = insertelement <8 x i32> %v6, i32 %gsy, i32 7
+  %i = zext i32 %base to i64
+  %p = getelementptr inbounds i32, ptr addrspace(1) %out, i64 %i
+  store <8 x i32> %v7, ptr addrspace(1) %p, align 4
+  ret void
+}
+attributes #0 = { "amdgpu-flat-work-group-size"="1,256" }
+)";
+  auto k = m.load(ir, "ids");
+  const int items = 3 * 2 * 2 * 32;
+  uint64_t out = m.upload(std::vector<int32_t>(items * 8, -1));
+  m.run(k, "ids", {3, 2, 2}, {4, 4, 2}, {out});
+  std::vector<int32_t> got = m.download<int32_t>(out, items * 8);
+  for (int gz = 0; gz < 2; ++gz)
+    for (int gy = 0; gy < 2; ++gy)
+      for (int gx = 0; gx < 3; ++gx)
+        for (int tz = 0; tz < 2; ++tz)
+          for (int ty = 0; ty < 4; ++ty)
+            for (int tx = 0; tx < 4; ++tx) {
+              const int flat = ((gz * 2 + gy) * 3 + gx) * 32 + (tz * 4 + ty) * 4 + tx;
+              const int32_t* r = &got[flat * 8];
+              INFO("group ", gx, ",", gy, ",", gz, " item ", tx, ",", ty, ",", tz);
+              CHECK(std::vector<int32_t>(r, r + 8) ==
+                    std::vector<int32_t>{tx, ty, tz, gx, gy, gz, 4, 2 * 4});
+            }
+}
+
+TEST_CASE("private arrays spill to scratch and are per lane") {
+  Mock m;
+  // A dynamically indexed private array: out[g] = sum_j arr[(j * 7 + g) % 16] with arr[j] = g + j.
+  const std::string ir = R"(
+declare i32 @llvm.amdgcn.workitem.id.x()
+define amdgpu_kernel void @priv(ptr addrspace(1) noalias %out) #0 {
+entry:
+  %arr = alloca [16 x i32], align 4, addrspace(5)
+  %g = call i32 @llvm.amdgcn.workitem.id.x()
+  br label %fill
+fill:
+  %j = phi i32 [ 0, %entry ], [ %j1, %fill ]
+  %v = add i32 %g, %j
+  %p = getelementptr inbounds [16 x i32], ptr addrspace(5) %arr, i32 0, i32 %j
+  store volatile i32 %v, ptr addrspace(5) %p
+  %j1 = add i32 %j, 1
+  %d = icmp eq i32 %j1, 16
+  br i1 %d, label %sum, label %fill
+sum:
+  %k = phi i32 [ 0, %fill ], [ %k1, %sum ]
+  %acc = phi i32 [ 0, %fill ], [ %acc1, %sum ]
+  %t = mul i32 %k, 7
+  %t1 = add i32 %t, %g
+  %idx = and i32 %t1, 15
+  %q = getelementptr inbounds [16 x i32], ptr addrspace(5) %arr, i32 0, i32 %idx
+  %x = load volatile i32, ptr addrspace(5) %q
+  %acc1 = add i32 %acc, %x
+  %k1 = add i32 %k, 1
+  %e = icmp eq i32 %k1, 16
+  br i1 %e, label %exit, label %sum
+exit:
+  %gi = zext i32 %g to i64
+  %po = getelementptr inbounds i32, ptr addrspace(1) %out, i64 %gi
+  store i32 %acc1, ptr addrspace(1) %po
+  ret void
+}
+attributes #0 = { "amdgpu-flat-work-group-size"="1,256" }
+)";
+  auto k = m.load(ir, "priv");
+  CHECK(k.bin.info.kernel("priv").private_segment_size >= 64);
+  uint64_t out = m.upload(std::vector<int32_t>(64));
+  m.run(k, "priv", {1, 1, 1}, {64, 1, 1}, {out});
+  std::vector<int32_t> got = m.download<int32_t>(out, 64);
+  for (int g = 0; g < 64; ++g) {
+    int want = 0;
+    for (int j = 0; j < 16; ++j) want += g + ((j * 7 + g) % 16);
+    REQUIRE(got[g] == want);
+  }
+}
