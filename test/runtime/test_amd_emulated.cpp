@@ -212,3 +212,38 @@ TEST_CASE("casts through every dtype on DEV=AMD match the CPU bit for bit") {
                      0);
   }
 }
+
+TEST_CASE("JIT on DEV=AMD: replays rerun the captured launches with new inputs and lengths") {
+  emulated_amd();
+  const UOp t = UOp::variable("T", 1, 16);
+  // out = sum(a[:T] * b[:T]) + a[0]
+  GraphJit jit(
+      [t](const std::vector<UOp>& in, const VarVals&) {
+        UOp prod = UOp::make(Op::SHRINK, dtypes::float32, {in[0] * in[1], dim(0), t});
+        UOp first = mop(Op::SHRINK, in[0], {0, 1});
+        return std::vector<UOp>{reduce(prod, Op::ADD, {0}) + first};
+      },
+      "amd_jit");
+  int64_t compiles = 0;
+  for (int64_t call = 0; call < 5; ++call) {
+    const int64_t len = 3 + 3 * call;
+    INFO("call ", call, " T = ", len);
+    std::vector<float> va = random_values(16, 100 + call), vb = random_values(16, 200 + call);
+    std::vector<UOp> ins;
+    for (const auto* v : {&va, &vb}) {
+      UOp buf = new_buffer("AMD", dtypes::float32, 16);
+      copy_in(buf, std::as_bytes(std::span(*v)));
+      ins.push_back(buffer_view(buf, make_shape({16})));
+    }
+    if (call == 2) compiles = jit_stats().compiles;
+    std::vector<UOp> out = jit(ins, {{"T", len}});
+    double want = va[0];
+    for (int64_t i = 0; i < len; ++i) want += double(va[i]) * vb[i];
+    UOp b = realized_buffer(out[0]);
+    std::vector<float> got(b.arg_as<BufferArg>().size);
+    copy_out(b, std::as_writable_bytes(std::span(got)));
+    CHECK(got[0] == doctest::Approx(want).epsilon(1e-5));
+  }
+  CHECK(jit.captured_kernels() >= 1);
+  CHECK(jit_stats().compiles == compiles);  // replays compile nothing
+}
