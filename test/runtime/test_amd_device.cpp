@@ -336,6 +336,11 @@ TEST_CASE("AMD device over a fake HIP library: allocation, copies and the launch
   copy_in(a, std::as_bytes(std::span(va)));
   copy_out(a, std::as_writable_bytes(std::span(back)));
   CHECK(back == va);
+  // A HIP failure names the call, the error's name and code; out of memory is OutOfMemory.
+  CHECK_THROWS_WITH_AS(amd.allocator()->alloc(size_t{1} << 41),
+                       doctest::Contains("hipMalloc(2199023255552 bytes) failed: "
+                                         "hipErrorOutOfMemory (2)"),
+                       OutOfMemory);
 
   void* fake = dlopen(UGRAD_FAKE_HIP_LIB, RTLD_NOW | RTLD_NOLOAD);
   REQUIRE(fake);
