@@ -21,14 +21,15 @@
 using namespace ugrad::hip;
 namespace mg = ugrad::mockgpu;
 
+struct ugrad::hip::ihipModuleSymbol_t {
+  ihipModule_t* module;
+  const ugrad::AmdKernelInfo* kernel;
+};
 struct ugrad::hip::ihipModule_t {
   std::vector<uint8_t> image;
   ugrad::AmdCodeObject info;
   mg::Program program;
-};
-struct ugrad::hip::ihipModuleSymbol_t {
-  ihipModule_t* module;
-  const ugrad::AmdKernelInfo* kernel;
+  std::vector<std::unique_ptr<ihipModuleSymbol_t>> functions;  // one per kernel, made on demand
 };
 struct ugrad::hip::ihipStream_t {};
 struct ugrad::hip::ihipEvent_t {
@@ -253,10 +254,17 @@ __attribute__((visibility("default"))) hipError_t hipModuleGetFunction(hipFuncti
                                                                        const char* name) {
   if (!f || !module || !name) return kInvalidValue;
   for (const ugrad::AmdKernelInfo& k : module->info.kernels) {
-    if (k.name == name) {
-      *f = new ihipModuleSymbol_t{module, &k};  // owned by the caller's module lifetime
-      return hipSuccess;
+    if (k.name != name) continue;
+    for (const auto& fn : module->functions) {
+      if (fn->kernel == &k) {
+        *f = fn.get();
+        return hipSuccess;
+      }
     }
+    module->functions.push_back(
+        std::make_unique<ihipModuleSymbol_t>(ihipModuleSymbol_t{module, &k}));
+    *f = module->functions.back().get();
+    return hipSuccess;
   }
   return failed(kNotFound, fmt::format("mockhip: no kernel named {} in the module", name));
 }

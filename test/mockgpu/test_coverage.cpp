@@ -215,6 +215,17 @@ TEST_CASE(
       CHECK(prog.index_at(addr - co.text_address) >= 0);
     }
   }
+  size_t rows = 0, implemented = 0;
+  for (int e = 0; e < static_cast<int>(mockgpu::Enc::UNKNOWN); ++e) {
+    for (unsigned op = 0; op < 1024; ++op) {
+      std::string_view name = mockgpu::opcode_name(static_cast<mockgpu::Enc>(e), op);
+      if (name.empty()) continue;
+      ++rows;
+      implemented += mockgpu::op_registry().count(mockgpu::canonical_mnemonic(name));
+    }
+  }
+  MESSAGE("emulator semantics for " << implemented << " of LLVM's " << rows
+                                    << " gfx1100 (encoding, opcode) rows");
   MESSAGE(compiled << " kernels compiled for gfx1100, " << instructions << " instructions, "
                    << seen.size() << " distinct mnemonics");
   for (const std::string& e : compile_errors) MESSAGE("not compiled (LLVM limitation): " << e);
