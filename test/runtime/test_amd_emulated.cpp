@@ -109,9 +109,9 @@ TEST_CASE("elementwise and broadcasts on DEV=AMD match the CPU bit for bit") {
       0);
 }
 
-// KNOWN BUG (test/mockgpu): LLVM folds where(c, x, -x) into v_cndmask_b32_e64 v1, -v1, v1, vcc;
-// the emulator applies VOP3 abs/neg only to float-typed sources and drops the neg of this b32 op.
-TEST_CASE("where(c, x, -x) on DEV=AMD: VOP3 neg on v_cndmask_b32" * doctest::may_fail()) {
+// LLVM folds where(c, x, -x) into v_cndmask_b32_e64 v1, -v1, v1, vcc: a VOP3 neg on an untyped
+// source (a regression test for an emulator bug this case found).
+TEST_CASE("where(c, x, -x) on DEV=AMD: VOP3 neg on v_cndmask_b32") {
   compare_with_cpu({{{3, 40}},
                     [](const std::vector<UOp>& x) {
                       return std::vector<UOp>{x[0].lt(full(0.5, {3, 40})).where(x[0], -x[0])};
