@@ -17,7 +17,6 @@
 #include "codegen/lower_reduce.h"
 #include "codegen/ranges.h"
 #include "codegen/render_llvm.h"
-#include "codegen/tensor_cores.h"
 #include "uop/env.h"
 #include "uop/error.h"
 #include "uop/symbolic.h"
@@ -138,8 +137,10 @@ KernelSource codegen(const UOp& ast, const CodegenTarget& target, const CodegenO
                   : noopt          ? std::vector<GpuOpt>{}
                                    : gpu_heuristic_opts(k, target);
     k = apply_gpu_opts(k, ks.gpu_opts, target);
-    if (!ks.gpu_opts.empty())
-      ks.opts_desc += (ks.opts_desc.empty() ? "" : " ") + to_string(ks.gpu_opts);
+    if (!ks.gpu_opts.empty()) {
+      if (!ks.opts_desc.empty()) ks.opts_desc += ' ';
+      ks.opts_desc += to_string(ks.gpu_opts);
+    }
   }
   ks.name = unique_name(base_name(k), ast.hash());
   ks.entry = ks.name;
@@ -150,7 +151,7 @@ KernelSource codegen(const UOp& ast, const CodegenTarget& target, const CodegenO
   if (target.is_gpu) k = gpu_dims(k, target, dims);
   k = graph_rewrite(k, pm_simplify_valid());
   k = lower_reduces(k);
-  if (target.is_gpu) k = fuse_wmma_accumulate(k);
+  if (target.is_gpu) k = fuse_gpu_accumulators(k);
   k = decompose(k, target);
   k = graph_rewrite(k, pm_lower_index());
   k = gpu_decompose(k, target);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "codegen/dot4.h"
 #include "codegen/gpu_reduce.h"
 #include "codegen/opt.h"
 #include "codegen/tensor_cores.h"
@@ -26,7 +27,7 @@ int64_t extent(const UOp& r) {
 }  // namespace
 
 std::string to_string(const std::vector<GpuOpt>& opts) {
-  static constexpr const char* kNames[] = {"GROUP_REDUCE", "TENSOR_CORE"};
+  static constexpr const char* kNames[] = {"GROUP_REDUCE", "TENSOR_CORE", "DOT4"};
   std::string s;
   for (const GpuOpt& o : opts)
     s += fmt::format("{}{}({},{})", s.empty() ? "" : " ", kNames[int(o.type)], o.axis, o.amount);
@@ -37,6 +38,8 @@ std::vector<GpuOpt> gpu_heuristic_opts(const UOp& ast, const CodegenTarget& targ
   if (!target.is_gpu) return {};
   if (target.has_wmma)
     if (auto tc = tensor_core_axis(ast)) return {{GpuOptType::TensorCore, *tc, 0}};
+  if (target.has_dot4)
+    if (auto d = dot4_axis(ast)) return {{GpuOptType::Dot4, *d, kDot4Width}};
   int64_t outputs = 1;
   UOp longest;
   for (const UOp& r : kernel_ranges(ast)) {
@@ -59,12 +62,19 @@ UOp apply_gpu_opts(const UOp& ast, const std::vector<GpuOpt>& opts, const Codege
     if (!target.is_gpu) fail("codegen: {} needs a GPU target", to_string({o}));
     if (o.type == GpuOptType::GroupReduce) {
       out = group_reduce(out, o.axis, o.amount);
+    } else if (o.type == GpuOptType::Dot4) {
+      if (!target.has_dot4) fail("codegen: {}: {} has no dot4", to_string({o}), target.name);
+      out = dot4_reduce(out, o.axis);
     } else {
       if (!target.has_wmma) fail("codegen: {}: {} has no WMMA", to_string({o}), target.name);
       out = tensor_cores(out, o.axis);
     }
   }
   return out;
+}
+
+UOp fuse_gpu_accumulators(const UOp& lowered) {
+  return fuse_dot4_accumulate(fuse_wmma_accumulate(lowered));
 }
 
 }  // namespace ugrad

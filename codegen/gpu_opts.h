@@ -4,6 +4,8 @@
 //                          reduces its share, partials meet in LDS after a barrier (gpu_reduce.h)
 //   TENSOR_CORE(axis, 0)   the REDUCE ADD over reduce `axis` of a f16/bf16 product becomes WMMA
 //                          16x16x16 tiles, one wave per tile (tensor_cores.h)
+//   DOT4(axis, 4)          int8 multiply-accumulate over reduce `axis` becomes v_dot4 ops over 4
+//                          contiguous elements (dot4.h)
 #pragma once
 #include <cstdint>
 #include <string>
@@ -14,7 +16,7 @@
 
 namespace ugrad {
 
-enum class GpuOptType : uint8_t { GroupReduce, TensorCore };
+enum class GpuOptType : uint8_t { GroupReduce, TensorCore, Dot4 };
 
 struct GpuOpt {
   GpuOptType type;
@@ -32,5 +34,8 @@ std::vector<GpuOpt> gpu_heuristic_opts(const UOp& ast, const CodegenTarget& targ
 
 /// Applies `opts` in order; an Error names an opt that does not fit.
 UOp apply_gpu_opts(const UOp& ast, const std::vector<GpuOpt>& opts, const CodegenTarget& target);
+
+/// After lower_reduces: accumulators folded into the WMMA and dot4 ops that feed them.
+UOp fuse_gpu_accumulators(const UOp& lowered);
 
 }  // namespace ugrad

@@ -110,3 +110,33 @@ TEST_CASE("tensor cores: ineligible matmuls are left alone") {
   CodegenOptions o{.gpu_opts = std::vector<GpuOpt>{{GpuOptType::TensorCore, 2, 0}}};
   CHECK_THROWS_AS(gpu_compile(matmul(dtypes::float32, dtypes::float32, 32, 32, 32), o), Error);
 }
+
+TEST_CASE("dot4: int8 multiply-accumulate reductions become v_dot4") {
+  struct Case {
+    DType a, b, acc;
+    const char* intrinsic;
+    const char* isa;
+  };
+  const Case cases[] = {
+      {dtypes::int8, dtypes::int8, dtypes::int32, "llvm.amdgcn.sdot4", "v_dot4_i32_iu8"},
+      {dtypes::uint8, dtypes::uint8, dtypes::uint32, "llvm.amdgcn.udot4", "v_dot4_u32_u8"},
+      {dtypes::uint8, dtypes::int8, dtypes::int32, "llvm.amdgcn.sudot4", "v_dot4_i32_iu8"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.intrinsic);
+    const int64_t rows = 64, K = 256;
+    UOp out = buf(0, c.acc, rows), w = buf(1, c.a, rows * K), x = buf(2, c.b, K);
+    UOp i = UOp::range(rows, 0), k = UOp::range(K, 1, AxisType::Reduce);
+    UOp prod = load(w, i * K + k).cast(c.acc) * load(x, k).cast(c.acc);
+    GpuKernel g = gpu_compile(sink({store(out, i, reduce(prod, Op::ADD, {k}))}));
+    CHECK(g.ks.gpu_opts == std::vector<GpuOpt>{{GpuOptType::Dot4, 1, 4}});
+    CHECK(g.ks.src.find(c.intrinsic) != std::string::npos);
+    CHECK(g.isa().find(c.isa) != std::string::npos);
+  }
+  // int32 x int32 is not an int8 dot product
+  UOp out = buf(0, dtypes::int32, 4), w = buf(1, dtypes::int32, 4 * 64);
+  UOp i = UOp::range(4, 0), k = UOp::range(64, 1, AxisType::Reduce);
+  UOp prod = load(w, i * 64 + k) * load(w, k);
+  CHECK(gpu_compile(sink({store(out, i, reduce(prod, Op::ADD, {k}))}), {.noopt = 0})
+            .ks.gpu_opts.empty());
+}

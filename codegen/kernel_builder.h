@@ -1,0 +1,76 @@
+// A small builder for hand-written kernels (llm/kernels): the kernel AST of codegen.h, with the
+// GPU pieces the optimizer would otherwise produce: explicit GLOBAL/LOCAL ranges (workgroup id and
+// workitem id), LDS buffers with barriers, WMMA 16x16x16 tiles and int8 dot4 ops. The result of
+// build() goes through codegen() like any kernel (pass CodegenOptions{.noopt = 1} to keep the
+// heuristic away). The same kernel without GPU pieces also compiles for the CPU.
+//
+//   KernelBuilder kb;
+//   UOp out = kb.buffer(dtypes::float32, n), in = kb.buffer(dtypes::float32, n);
+//   UOp g = kb.global(n / 256), l = kb.local(256);
+//   UOp i = g * 256 + l;
+//   kb.store(out, i, kb.load(in, i) * 2.0f);
+//   UOp ast = kb.build();
+#pragma once
+#include <cstdint>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "uop/uop.h"
+
+namespace ugrad {
+
+class KernelBuilder {
+ public:
+  /// Buffer parameter slot 0, 1, ... (outputs first, by convention) of `count` elements.
+  UOp buffer(DType dtype, int64_t count);
+  /// A symbolic variable (kernel scalar argument) in [lo, hi].
+  UOp var(const std::string& name, int64_t lo, int64_t hi);
+
+  /// Ranges; each gets the next axis id. GPU: global = workgroup id, local = workitem id (the
+  /// n-th local range is dim n; the n-th global range is dim n, paired with it).
+  UOp global(int64_t extent);
+  UOp global(const UOp& extent);
+  UOp local(int64_t extent);
+  UOp loop(int64_t extent);
+  UOp loop(const UOp& extent);
+  UOp reduce_range(int64_t extent);
+
+  UOp load(const UOp& buf, const UOp& index) const;
+  /// A load that yields 0 where `valid` is false (and touches no memory there).
+  UOp load(const UOp& buf, const UOp& index, const UOp& valid) const;
+  /// Adds a STORE to a buffer parameter (a kernel output); `gate` (optional) guards it.
+  void store(const UOp& buf, const UOp& index, const UOp& value, const UOp& gate = UOp());
+  /// REDUCE(value, ranges) with op ADD, MUL or MAX.
+  static UOp reduce(const UOp& value, Op op, const std::vector<UOp>& ranges);
+
+  /// A workgroup-shared (LDS) array of `count` elements.
+  UOp lds(DType dtype, int64_t count);
+  /// The STORE of `value` to lds[index] (not a kernel output: pass it to barrier()).
+  static UOp lds_store(const UOp& lds, const UOp& index, const UOp& value);
+  /// The LDS array after a workgroup barrier that follows `stores`: load from the result.
+  /// NOTE: one write phase per array: rewriting it later (a tile per loop iteration) would need a
+  /// second barrier after the reads, which this AST cannot order yet.
+  static UOp barrier(const UOp& lds, const std::vector<UOp>& stores);
+
+  /// Explicit vectors (fragments) and their elements.
+  static UOp vectorize(const std::vector<UOp>& elements);
+  static UOp gep(const UOp& vec, int64_t i);
+  /// D = A*B + C on one 16x16x16 tile per wave32 (see tensor_cores.h for the fragment layout):
+  /// a, b <16 x f16|bf16>, c <8 x f32>.
+  static UOp wmma(const UOp& a, const UOp& b, const UOp& c);
+  /// acc + sum_j a[j]*b[j] over 4 int8 lanes: fn "sdot4", "udot4" or "sudot4" (a signed).
+  static UOp dot4(const std::string& fn, const UOp& a, const UOp& b, const UOp& acc);
+
+  /// The kernel AST: SINK of the stores, in order.
+  UOp build() const;
+
+ private:
+  UOp range(const UOp& extent, AxisType type);
+  int64_t next_slot_ = 0, next_axis_ = 0;
+  std::set<std::pair<Scalar, int64_t>> lds_sizes_;
+  std::vector<UOp> stores_;
+};
+
+}  // namespace ugrad

@@ -1,0 +1,99 @@
+// Hand-written kernels through the kernel builder: explicit workgroup/workitem ranges, LDS with a
+// barrier, a WMMA tile and dot4 ops, compiled for gfx1100 (and for the CPU where it applies).
+#include <doctest/doctest.h>
+
+#include "codegen/kernel_builder.h"
+#include "gpu_harness.h"
+#include "kernel_harness.h"
+#include "uop/error.h"
+
+using namespace ugrad;
+using namespace ugrad::test;
+
+namespace {
+const CodegenOptions kNoopt{.noopt = 1};
+}
+
+TEST_CASE("kernel builder: explicit global x local elementwise, also on the CPU") {
+  KernelBuilder kb;
+  UOp out = kb.buffer(dtypes::float32, 1024), in = kb.buffer(dtypes::float32, 1024);
+  UOp g = kb.global(8), l = kb.local(128);
+  UOp i = g * 128 + l;
+  kb.store(out, i, kb.load(in, i) * UOp::cnst(dtypes::float32, 2.0));
+  GpuKernel k = gpu_compile(kb.build(), kNoopt);
+  CHECK(k.global() == std::vector<int64_t>{8});
+  CHECK(k.local() == std::vector<int64_t>{128});
+  // On the CPU the GPU ranges are loops.
+  Kernel cpu = compile(kb.build(), kNoopt);
+  std::vector<float> x = randf(1024, 7), y(1024);
+  cpu.run({y.data(), x.data()});
+  for (size_t j = 0; j < x.size(); ++j) CHECK(y[j] == 2 * x[j]);
+}
+
+TEST_CASE("kernel builder: a workgroup reverses its tile through LDS") {
+  KernelBuilder kb;
+  const int64_t n = 256;
+  UOp out = kb.buffer(dtypes::float32, 4 * n), in = kb.buffer(dtypes::float32, 4 * n);
+  UOp g = kb.global(4), l = kb.local(n);
+  UOp tile = kb.lds(dtypes::float32, n);
+  UOp st = KernelBuilder::lds_store(tile, l, kb.load(in, g * n + l));
+  UOp shared = KernelBuilder::barrier(tile, {st});
+  kb.store(out, g * n + l, kb.load(shared, l * -1 + (n - 1)));
+  GpuKernel k = gpu_compile(kb.build(), kNoopt);
+  const std::string isa = k.isa();
+  CHECK(isa.find("ds_store_b32") != std::string::npos);
+  CHECK(isa.find("s_barrier") != std::string::npos);
+  CHECK(isa.find("ds_load_b32") != std::string::npos);
+  CHECK(k.bin.info.kernel(k.ks.entry).group_segment_size == n * 4);
+  // Two arrays of one size stay two arrays.
+  KernelBuilder kb2;
+  CHECK(!(kb2.lds(dtypes::float32, 64) == kb2.lds(dtypes::float32, 64)));
+}
+
+TEST_CASE("kernel builder: one WMMA tile per wave, hand-written") {
+  // C[16x16] = A[16x16] * B[16x16] with A row-major, B column-major (both f16), one wave.
+  KernelBuilder kb;
+  UOp c = kb.buffer(dtypes::float32, 256), a = kb.buffer(dtypes::float16, 256),
+      b = kb.buffer(dtypes::float16, 256);
+  UOp lane = kb.local(32);
+  UOp row = lane % 16, half = lane.idiv(16);
+  std::vector<UOp> fa, fb, zero(8, UOp::cnst(dtypes::float32, 0.0));
+  for (int64_t j = 0; j < 16; ++j) {
+    fa.push_back(kb.load(a, row * 16 + j));
+    fb.push_back(kb.load(b, row * 16 + j));
+  }
+  UOp d = KernelBuilder::wmma(KernelBuilder::vectorize(fa), KernelBuilder::vectorize(fb),
+                              KernelBuilder::vectorize(zero));
+  for (int64_t i = 0; i < 8; ++i) kb.store(c, (half + 2 * i) * 16 + row, KernelBuilder::gep(d, i));
+  GpuKernel k = gpu_compile(kb.build(), kNoopt);
+  CHECK(k.local() == std::vector<int64_t>{32});
+  CHECK(k.isa().find("v_wmma_f32_16x16x16_f16") != std::string::npos);
+  CHECK_THROWS_AS(KernelBuilder::wmma(KernelBuilder::vectorize(fa), KernelBuilder::vectorize(zero),
+                                      KernelBuilder::vectorize(zero)),
+                  Error);
+}
+
+TEST_CASE("kernel builder: dot4 over a reduce, with the accumulator chained") {
+  KernelBuilder kb;
+  const int64_t rows = 128, K = 64;
+  UOp out = kb.buffer(dtypes::int32, rows), w = kb.buffer(dtypes::int8, rows * K),
+      x = kb.buffer(dtypes::int8, K);
+  UOp g = kb.global(rows / 32), l = kb.local(32), k4 = kb.reduce_range(K / 4);
+  UOp r = g * 32 + l;
+  std::vector<UOp> va, vb;
+  for (int64_t j = 0; j < 4; ++j) {
+    va.push_back(kb.load(w, r * K + k4 * 4 + j));
+    vb.push_back(kb.load(x, k4 * 4 + j));
+  }
+  UOp part = KernelBuilder::dot4("sdot4", KernelBuilder::vectorize(va),
+                                 KernelBuilder::vectorize(vb), UOp::cnst_int(dtypes::int32, 0));
+  kb.store(out, r, KernelBuilder::reduce(part, Op::ADD, {k4}));
+  GpuKernel k = gpu_compile(kb.build(), kNoopt);
+  CHECK(k.global() == std::vector<int64_t>{4});
+  CHECK(k.isa().find("v_dot4_i32_iu8") != std::string::npos);
+  CHECK(k.ks.src.find("call i32 @llvm.amdgcn.sdot4(i32 %v") != std::string::npos);
+  CHECK_THROWS_AS(
+      KernelBuilder::dot4("xdot4", KernelBuilder::vectorize(va), KernelBuilder::vectorize(vb),
+                          UOp::cnst_int(dtypes::int32, 0)),
+      Error);
+}
