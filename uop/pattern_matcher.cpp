@@ -100,10 +100,10 @@ bool upat_match(const UPat& pat, const UOp& u, Match& m) {
   return match(pat, u, m, [] { return true; });
 }
 
-Rule::Rule(UPat p, RewriteFn f, std::source_location loc)
+Rule::Rule(UPat p, RewriteFn f, const char* file, int line)
     : pat(std::move(p)),
       fn(std::move(f)),
-      name(fmt::format("{}:{}", loc.file_name(), loc.line())),
+      name(fmt::format("{}:{}", file, line)),
       required_child_ops(required_ops(pat)) {
   // Keep only the path from the repository root, so names read the same on every machine.
   size_t cut = std::string::npos;

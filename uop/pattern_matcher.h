@@ -6,7 +6,6 @@
 #include <bitset>
 #include <functional>
 #include <optional>
-#include <source_location>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,9 +36,10 @@ class Match {
 
 using RewriteFn = std::function<std::optional<UOp>(const Match&)>;
 
-/// One rule. Its name (for errors and DEBUG) is where it was written.
+/// One rule. Its name (for errors and DEBUG) is where it was written. (The __builtin_ defaults
+/// are the caller's location; std::source_location is missing from clang 14 with libstdc++ 12.)
 struct Rule {
-  Rule(UPat pat, RewriteFn fn, std::source_location loc = std::source_location::current());
+  Rule(UPat pat, RewriteFn fn, const char* file = __builtin_FILE(), int line = __builtin_LINE());
   UPat pat;
   RewriteFn fn;
   std::string name;

@@ -87,34 +87,9 @@ uint64_t arg_hash(const Arg& a) {
 
 namespace {
 
-struct Key {
-  Op op;
-  DType dtype;
-  const std::vector<UOp>* src;
-  const Arg* arg;
-  uint64_t hash;
-};
-
-struct NodeHash {
-  using is_transparent = void;
-  size_t operator()(const UOpNode* n) const { return n->hash; }
-  size_t operator()(const Key& k) const { return k.hash; }
-};
-
 bool same(Op op, DType dt, const std::vector<UOp>& src, const Arg& arg, const UOpNode* n) {
   return n->op == op && n->dtype == dt && n->src == src && arg_equal(n->arg, arg);
 }
-
-struct NodeEq {
-  using is_transparent = void;
-  bool operator()(const UOpNode* a, const UOpNode* b) const {
-    return a == b || (a->hash == b->hash && same(b->op, b->dtype, b->src, b->arg, a));
-  }
-  bool operator()(const Key& k, const UOpNode* n) const {
-    return k.hash == n->hash && same(k.op, k.dtype, *k.src, *k.arg, n);
-  }
-  bool operator()(const UOpNode* n, const Key& k) const { return (*this)(k, n); }
-};
 
 }  // namespace
 
@@ -122,7 +97,8 @@ std::atomic<BufferReleaseHook> g_buffer_release_hook{nullptr};
 
 struct Interner {
   std::mutex mutex;
-  std::unordered_set<const UOpNode*, NodeHash, NodeEq> table;
+  // Structural hash -> nodes (distinct structures rarely share a hash).
+  std::unordered_multimap<uint64_t, const UOpNode*> table;
 
   static Interner& get() {
     static Interner* instance = new Interner();  // never destroyed: nodes may outlive statics
@@ -133,18 +109,20 @@ struct Interner {
     uint64_t h =
         mix(mix(mix(static_cast<uint64_t>(op) + 1, hash_dtype(dtype)), arg_hash(arg)), src.size());
     for (const UOp& s : src) h = mix(h, s.hash());
-    Key key{op, dtype, &src, &arg, h};
     std::lock_guard lock(mutex);
-    if (auto it = table.find(key); it != table.end()) {
-      const UOpNode* found = *it;
+    auto [lo, hi] = table.equal_range(h);
+    for (auto it = lo; it != hi; ++it) {
+      const UOpNode* found = it->second;
+      if (!same(op, dtype, src, arg, found)) continue;
       int64_t r = found->refs.load(std::memory_order_relaxed);
       while (r > 0 && !found->refs.compare_exchange_weak(r, r + 1, std::memory_order_relaxed)) {
       }
       if (r > 0) return UOp(found);
       table.erase(it);  // dying: its releaser will see it is no longer the table's entry
+      break;
     }
     auto* n = new UOpNode{op, dtype, std::move(src), std::move(arg), h};
-    table.insert(n);
+    table.emplace(h, n);
     return UOp(n);
   }
 
@@ -163,10 +141,16 @@ struct Interner {
       work.pop_back();
       {
         std::lock_guard lock(mutex);
-        if (auto it = table.find(x); it != table.end() && *it == x) table.erase(it);
+        auto [lo, hi] = table.equal_range(x->hash);
+        for (auto it = lo; it != hi; ++it)
+          if (it->second == x) {
+            table.erase(it);
+            break;
+          }
       }
       if (x->op == Op::BUFFER)
-        if (BufferReleaseHook hook = g_buffer_release_hook.load()) hook(std::get<BufferArg>(x->arg).id);
+        if (BufferReleaseHook hook = g_buffer_release_hook.load())
+          hook(std::get<BufferArg>(x->arg).id);
       delete x;  // destroying x->src queues the children that die with it
     }
     pending = nullptr;

@@ -10,26 +10,29 @@ TEST_CASE("patterns bind names, match constants and respect dtypes") {
   UOp x = UOp::variable("x", 0, 10);
   Match m(x, nullptr);
   UOp e = x * 4 + 3;
-  CHECK(upat_match(UPat::var("a") + UPat::cvar("c"), e, m));
+  // Bindings point at the pattern's names: the pattern must outlive the match.
+  const UPat sum = UPat::var("a") + UPat::cvar("c");
+  CHECK(upat_match(sum, e, m));
   CHECK(m["a"] == x * 4);
   CHECK(m["c"].const_int() == 3);
   m.binds.clear();
   // Commutative: the constant may come first.
-  CHECK(upat_match(UPat::var("a") + UPat::cvar("c"), UOp::cnst_int(dtypes::index, 3) + x, m));
+  CHECK(upat_match(sum, UOp::cnst_int(dtypes::index, 3) + x, m));
   m.binds.clear();
   CHECK_FALSE(upat_match(UPat::var("a") * UPat::cnst(5), e, m));
   CHECK_FALSE(upat_match(UPat::var("a", dt_float) + UPat::cvar("c"), e, m));
   // A repeated name must bind the same node.
   m.binds.clear();
-  CHECK(upat_match(UPat::var("a") + UPat::var("a"), x + x, m));
+  const UPat twice = UPat::var("a") + UPat::var("a");
+  CHECK(upat_match(twice, x + x, m));
   m.binds.clear();
-  CHECK_FALSE(upat_match(UPat::var("a") + UPat::var("a"), x + (x + 1), m));
+  CHECK_FALSE(upat_match(twice, x + (x + 1), m));
 }
 
 TEST_CASE("matching backtracks through nested commutative sources") {
   UOp a = UOp::variable("a", 0, 3), b = UOp::variable("b", 0, 3), c = UOp::variable("c", 0, 3);
   // (a*b) + (b*c) matches (x*y) + (x*z) only with x = b: the first product must be tried swapped.
-  UPat p = (UPat::var("x") * UPat::var("y")) + (UPat::var("x") * UPat::var("z"));
+  const UPat p = (UPat::var("x") * UPat::var("y")) + (UPat::var("x") * UPat::var("z"));
   Match m(a, nullptr);
   REQUIRE(upat_match(p, (a * b) + (b * c), m));
   CHECK(m["x"] == b);
