@@ -9,6 +9,7 @@
 #include "codegen/affine.h"
 #include "codegen/gemm_tiling.h"
 #include "codegen/pack.h"
+#include "uop/env.h"
 #include "uop/error.h"
 
 namespace ugrad {
@@ -151,8 +152,11 @@ std::vector<Opt> heuristic_opts(const UOp& ast, const CodegenTarget& target, int
   // Threads over one output loop when each core gets enough work: for a GEMM tile the loop
   // over column tiles (each core keeps its panel of B in cache), else the outermost.
   constexpr int64_t kMinWorkPerThread = 1 << 16;
-  int64_t cores =
-      max_threads > 0 ? max_threads : std::max<int64_t>(1, std::thread::hardware_concurrency());
+  const int64_t threads_knob = knob_int(Knob::THREADS);
+  const int64_t cores = max_threads > 0 ? max_threads
+                        : threads_knob > 0
+                            ? threads_knob
+                            : std::max<int64_t>(1, std::thread::hardware_concurrency());
   if (!outs.empty()) {
     UOp outer = outs.front();
     auto vec = std::find_if(opts.rbegin(), opts.rend(),

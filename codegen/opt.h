@@ -36,7 +36,7 @@ UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts);
 
 /// The heuristic's choice for `ast` on `target`: register tiling for GEMM-shaped reduces, upcasts
 /// of contiguous output axes, reduce unrolling, and threads when the kernel is big enough.
-/// `max_threads` bounds the THREAD amount (0: the host's core count).
+/// `max_threads` bounds the THREAD amount (0: the THREADS knob, else the host's core count).
 std::vector<Opt> heuristic_opts(const UOp& ast, const CodegenTarget& target, int64_t max_threads);
 
 /// The output loop ranges (outside any REDUCE) of every store, and the reduce ranges, by axis id.
