@@ -134,9 +134,12 @@ const PatternMatcher& pm_simplify_valid() {
              if (idx == m["idx"]) return std::nullopt;
              return m.root().replace_src({m["buf"], idx, m["gate"]});
            }},
-          // where(gate, x, y): x simplified where the gate holds
+          // where(gate, x, y): x simplified where the gate holds. Not through a gated load: the
+          // load runs whatever the WHERE picks, so its own gate must keep it in bounds.
           {where(UPat::var("gate", dt_bool), UPat::var("x"), UPat::var("y")),
            [](const Match& m) -> R {
+             for (const UOp& u : m["x"].toposort())
+               if (u.op() == Op::INDEX && u.src().size() > 2) return std::nullopt;
              UOp x = simplify_valid(m["x"], m["gate"]);
              if (x == m["x"]) return std::nullopt;
              return m["gate"].where(x, m["y"]);

@@ -220,3 +220,21 @@ TEST_CASE("emulated: a hand-written LDS kernel reverses each workgroup's tile") 
   for (int64_t q = 0; q < groups; ++q)
     for (int64_t t = 0; t < n; ++t) REQUIRE(got[q * n + t] == x[q * n + (n - 1 - t)]);
 }
+
+TEST_CASE("emulated: padded (gated) loads never touch memory outside the buffer") {
+  Mock m;
+  // out[i, j] = 1 <= i < 3 && j < 3 ? a[(i-1)*3 + j] : 0    (5 x 4 out of a 2 x 3 input)
+  UOp out = buf(0, dtypes::float32, 20), a = buf(1, dtypes::float32, 6);
+  UOp i = UOp::range(5, 0), j = UOp::range(4, 1);
+  UOp valid = idx(0).lt(i).alu(Op::AND, i.lt(idx(3))).alu(Op::AND, j.lt(idx(3)));
+  // The scheduler's form: the gated load under a WHERE on the same gate (regression: the symbolic
+  // stage used the WHERE to drop the load's gate, reading a[-3..] on the GPU).
+  UOp ld = load_gated(a, (i - 1) * 3 + j, valid);
+  UOp ast = sink({store(out, i * 4 + j, valid.where(ld, UOp::cnst(dtypes::float32, 0.0)))});
+  std::vector<float> x = {1, 2, 3, 4, 5, 6}, want(20);
+  compile(ast).run({want.data(), x.data()});
+  uint64_t po = m.upload(std::vector<float>(20));
+  GpuKernel k = m.run(ast, {po, m.upload(x)});
+  INFO(k.ks.src);
+  CHECK(m.download<float>(po, 20) == want);
+}
