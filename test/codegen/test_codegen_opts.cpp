@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <numeric>
 
 #include "kernel_harness.h"
 #include "uop/env.h"
@@ -158,4 +159,24 @@ TEST_CASE("threads over a symbolic range split at run time") {
       k.run({vo.data(), va.data()}, {mv, n}, cores);
       for (int x = 0; x < 64; ++x) CHECK(vo[x] == (x < mv ? va[x] * n : -1));
     }
+}
+
+TEST_CASE("threads: a store outside the threaded loop runs once") {
+  // out0[i] = a[i] * 2 (threaded) and out1[0] = out1_init + sum a: core 0 alone does the second
+  const int N = 300;
+  UOp o0 = buf(0, dtypes::int32, N), o1 = buf(1, dtypes::int32, 1), a = buf(2, dtypes::int32, N);
+  UOp i = UOp::range(N, 0), r = UOp::range(N, 1, AxisType::Reduce);
+  UOp ast = sink({store(o0, i, load(a, i) * UOp::cnst_int(dtypes::int32, 2)),
+                  store(o1, idx(0), load(o1, idx(0)) + reduce(load(a, r), Op::ADD, {r}))});
+  Kernel k = compile(ast, {.opts = std::vector<Opt>{{OptType::Thread, 0, 3}}});
+  std::vector<int32_t> va(N);
+  for (int x = 0; x < N; ++x) va[x] = x % 17;
+  const int32_t sum = std::accumulate(va.begin(), va.end(), 0);
+  for (int64_t cores : {1, 2, 3}) {
+    std::vector<int32_t> v0(N);
+    int32_t v1 = 5;
+    k.run({v0.data(), &v1, va.data()}, {}, cores);
+    CHECK(v1 == 5 + sum);
+    for (int x = 0; x < N; ++x) CHECK(v0[x] == 2 * va[x]);
+  }
 }
