@@ -1,0 +1,172 @@
+// llm: run a GGUF Qwen3 model — one-shot prompt, interactive chat, JSON output or benchmark.
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "llm/cli/model_path.h"
+#include "llm/cli/options.h"
+#include "llm/models/generate.h"
+#include "llm/models/gguf_vocab.h"
+#include "llm/tokenizer/chat_template.h"
+#include "llm/tokenizer/stream_decoder.h"
+#include "uop/error.h"
+
+using namespace ugrad;
+using namespace ugrad::llm;
+
+namespace {
+
+std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\', out += static_cast<char>(c);
+    else if (c == '\n')
+      out += "\\n";
+    else if (c < 0x20)
+      out += fmt::format("\\u{:04x}", c);
+    else
+      out += static_cast<char>(c);
+  }
+  return out + "\"";
+}
+
+std::string json_ids(const std::vector<int32_t>& ids) {
+  return fmt::format("[{}]", fmt::join(ids, ","));
+}
+
+// Bytes of weights one decode step reads (every matrix and norm once).
+double weight_bytes(const GgufFile& file) {
+  double b = 0;
+  for (const GgufTensor& t : file.tensors())
+    if (t.name != "token_embd.weight" || !file.find_tensor("output.weight"))
+      b += static_cast<double>(t.nbytes);
+  return b;
+}
+
+struct Session {
+  GgufFile file;
+  BpeTokenizer tokenizer;
+  Qwen3Model model;
+  Generator generator;
+  double load_seconds;
+
+  Session(const std::string& path, const CliOptions& o, std::chrono::steady_clock::time_point t0)
+      : file(GgufFile::open(path)),
+        tokenizer(vocab_from_gguf(file)),
+        model(file, o.max_context, o.device),
+        generator(model),
+        load_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()) {
+  }
+
+  std::vector<int32_t> encode_prompt(const std::string& text, const CliOptions& o,
+                                     std::vector<ChatMessage>* history) {
+    if (o.raw) return tokenizer.encode(text);
+    std::vector<ChatMessage> turn = history ? *history : std::vector<ChatMessage>{};
+    turn.push_back({"user", text});
+    if (history) *history = turn;
+    std::string prompt =
+        format_chat(chat_template_for_pre(tokenizer.pre_tokenizer().name()), turn, {true, o.think});
+    return tokenizer.encode(prompt, true);
+  }
+
+  GenerateOptions gen_options(const CliOptions& o) const {
+    GenerateOptions g;
+    g.max_tokens = o.max_tokens;
+    g.sampling = o.sampling;
+    g.top_logprobs = o.top_logprobs;
+    g.is_stop = [this](int32_t t) { return tokenizer.is_end_of_generation(t); };
+    return g;
+  }
+};
+
+int run(const CliOptions& o) {
+  auto t0 = std::chrono::steady_clock::now();
+  Session s(resolve_model_path(o.model), o, t0);
+  if (!o.prompt && o.prompt_ids.empty()) {
+    // Interactive chat: the conversation so far is re-encoded each turn; the cache keeps the
+    // prefix.
+    std::vector<ChatMessage> history;
+    std::string line;
+    std::fprintf(stderr, "ugrad chat (%s); empty line or Ctrl-D to quit\n", o.model.c_str());
+    while (std::fprintf(stderr, "> "), std::getline(std::cin, line) && !line.empty()) {
+      std::vector<int32_t> ids = s.encode_prompt(line, o, &history);
+      StreamDecoder dec(s.tokenizer, false);
+      std::string answer;
+      GenerateResult r = s.generator.generate(ids, s.gen_options(o), [&](int32_t t) {
+        if (s.tokenizer.is_end_of_generation(t)) return true;
+        std::string piece = dec.push(t);
+        answer += piece;
+        std::fputs(piece.c_str(), stdout);
+        std::fflush(stdout);
+        return true;
+      });
+      std::string tail = dec.flush();
+      answer += tail;
+      std::printf("%s\n", tail.c_str());
+      history.push_back({"assistant", answer});
+    }
+    return 0;
+  }
+
+  std::vector<int32_t> ids =
+      o.prompt_ids.empty() ? s.encode_prompt(*o.prompt, o, nullptr) : o.prompt_ids;
+  for (int32_t id : ids)
+    if (id < 0 || id >= static_cast<int32_t>(s.model.config().vocab_size))
+      fail("--prompt-ids: token id {} is outside the vocabulary [0, {})", id,
+           s.model.config().vocab_size);
+  StreamDecoder dec(s.tokenizer, false);
+  bool stream = !o.json && !o.benchmark;
+  GenerateResult r = s.generator.generate(ids, s.gen_options(o), [&](int32_t t) {
+    if (stream && !s.tokenizer.is_end_of_generation(t)) {
+      std::fputs(dec.push(t).c_str(), stdout);
+      std::fflush(stdout);
+    }
+    return true;
+  });
+  if (stream) std::printf("%s\n", dec.flush().c_str());
+  double prefill_tps = static_cast<double>(ids.size() - r.reused_tokens) / r.prefill_seconds;
+  double decode_steps = static_cast<double>(r.tokens.size() > 0 ? r.tokens.size() - 1 : 0);
+  double decode_tps = decode_steps > 0 ? decode_steps / r.decode_seconds : 0;
+  if (o.json) {
+    std::string text = s.tokenizer.decode(r.tokens, false);
+    std::string lp;
+    for (const auto& pos : r.top_logprobs) {
+      std::string row;
+      for (auto [id, p] : pos) row += fmt::format("{}[{},{}]", row.empty() ? "" : ",", id, p);
+      lp += fmt::format("{}[{}]", lp.empty() ? "" : ",", row);
+    }
+    std::printf(
+        "{\"prompt_ids\":%s,\"generated_ids\":%s,\"text\":%s,\"timings\":{\"load_s\":%.4f,"
+        "\"prefill_s\":%.4f,\"decode_s\":%.4f,\"prefill_tok_s\":%.3f,\"decode_tok_s\":%.3f}%s}\n",
+        json_ids(ids).c_str(), json_ids(r.tokens).c_str(), json_string(text).c_str(),
+        s.load_seconds, r.prefill_seconds, r.decode_seconds, prefill_tps, decode_tps,
+        o.top_logprobs > 0 ? fmt::format(",\"top_logprobs\":[{}]", lp).c_str() : "");
+  }
+  if (o.benchmark) {
+    double gb = weight_bytes(s.file) * 1e-9;
+    std::printf(
+        "load %.2f s | prefill %zu tokens: %.2f tok/s | decode %zu tokens: %.2f tok/s, %.2f GB/s "
+        "of weights\n",
+        s.load_seconds, ids.size(), prefill_tps, r.tokens.size(), decode_tps, decode_tps * gb);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    CliOptions o = parse_cli(std::vector<std::string>(argv + 1, argv + argc));
+    if (o.help) {
+      std::fputs(cli_usage().c_str(), stdout);
+      return 0;
+    }
+    return run(o);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "llm: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,112 @@
+#include "llm/cli/options.h"
+
+#include <charconv>
+
+#include "uop/error.h"
+
+namespace ugrad::llm {
+namespace {
+
+template <typename T>
+T number(const std::string& flag, const std::string& text) {
+  T v{};
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+    fail("{}: '{}' is not a valid number", flag, text);
+  return v;
+}
+
+std::vector<int32_t> id_list(const std::string& text) {
+  std::vector<int32_t> ids;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string::npos) comma = text.size();
+    ids.push_back(number<int32_t>("--prompt-ids", text.substr(pos, comma - pos)));
+    pos = comma + 1;
+  }
+  return ids;
+}
+
+}  // namespace
+
+std::string cli_usage() {
+  return R"(usage: llm --model PATH_OR_ALIAS [options]
+
+Runs a GGUF Qwen3 model. Without --prompt it starts an interactive chat.
+
+  --model, -m PATH|ALIAS   a .gguf file, or an alias (qwen3:0.6b, qwen3:1.7b, qwen3:4b, qwen3:8b)
+                           looked up in the model directory (MODELS_DIR, default ~/.cache/ugrad/models)
+  --prompt, -p TEXT        one-shot prompt; the answer streams to stdout
+  --prompt-ids 1,2,3       feed raw token ids instead of text (implies --raw)
+  --raw                    no chat template: the prompt text is the model input as is
+  --think                  let Qwen3 think (<think> block) in chat-formatted prompts
+  --max-tokens N           tokens to generate (default 256)
+  --max-context N          KV cache length in tokens (default 4096)
+  --temperature T          0 = greedy (default 0)
+  --top-k K  --top-p P  --min-p P  --seed S
+  --device NAME            CPU (default DEV), NULL, NULL:gfx1100, AMD
+  --benchmark              print prefill and decode tok/s and GB/s of weights read
+  --json                   one JSON object on stdout (ids, text, timings)
+  --top-logprobs K         with --json: the top K (id, logprob) pairs at every generated position
+  --help, -h               this text
+)";
+}
+
+CliOptions parse_cli(const std::vector<std::string>& args) {
+  CliOptions o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> const std::string& {
+      if (i + 1 >= args.size()) fail("{} needs a value", a);
+      return args[++i];
+    };
+    if (a == "--help" || a == "-h")
+      o.help = true;
+    else if (a == "--model" || a == "-m")
+      o.model = value();
+    else if (a == "--prompt" || a == "-p")
+      o.prompt = value();
+    else if (a == "--prompt-ids")
+      o.prompt_ids = id_list(value()), o.raw = true;
+    else if (a == "--raw")
+      o.raw = true;
+    else if (a == "--think")
+      o.think = true;
+    else if (a == "--max-tokens")
+      o.max_tokens = number<int64_t>(a, value());
+    else if (a == "--max-context")
+      o.max_context = number<int64_t>(a, value());
+    else if (a == "--temperature")
+      o.sampling.temperature = number<float>(a, value());
+    else if (a == "--top-k")
+      o.sampling.top_k = number<int32_t>(a, value());
+    else if (a == "--top-p")
+      o.sampling.top_p = number<float>(a, value());
+    else if (a == "--min-p")
+      o.sampling.min_p = number<float>(a, value());
+    else if (a == "--seed")
+      o.sampling.seed = number<uint64_t>(a, value());
+    else if (a == "--device")
+      o.device = value();
+    else if (a == "--benchmark")
+      o.benchmark = true;
+    else if (a == "--json")
+      o.json = true;
+    else if (a == "--top-logprobs")
+      o.top_logprobs = number<int>(a, value());
+    else
+      fail("unknown option '{}' (see --help)", a);
+  }
+  if (o.help) return o;
+  if (o.model.empty()) fail("--model is required (see --help)");
+  if (o.max_tokens < 0) fail("--max-tokens {} is negative", o.max_tokens);
+  if (o.max_context < 1) fail("--max-context {} must be at least 1", o.max_context);
+  if (o.top_logprobs < 0) fail("--top-logprobs {} is negative", o.top_logprobs);
+  if (o.top_logprobs > 0 && !o.json) fail("--top-logprobs needs --json");
+  if (o.json && !o.prompt && o.prompt_ids.empty()) fail("--json needs --prompt or --prompt-ids");
+  Sampler check(o.sampling);  // validates the sampling options
+  return o;
+}
+
+}  // namespace ugrad::llm

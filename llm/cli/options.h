@@ -1,0 +1,33 @@
+// Command-line options of the `llm` command, parsed and validated.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "llm/models/sampler.h"
+
+namespace ugrad::llm {
+
+struct CliOptions {
+  std::string model;                  // path or alias
+  std::optional<std::string> prompt;  // one shot; absent: interactive chat
+  std::vector<int32_t> prompt_ids;    // --prompt-ids
+  int64_t max_tokens = 256;
+  int64_t max_context = 4096;
+  SamplingOptions sampling;
+  std::string device;  // "" = DEV
+  bool benchmark = false;
+  bool json = false;
+  int top_logprobs = 0;
+  bool raw = false;    // no chat template
+  bool think = false;  // Qwen3 thinking mode in the chat template
+  bool help = false;
+};
+
+/// Parses argv (without the program name). Errors name the flag and the bad value.
+CliOptions parse_cli(const std::vector<std::string>& args);
+/// The --help text.
+std::string cli_usage();
+
+}  // namespace ugrad::llm
