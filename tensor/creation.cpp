@@ -108,7 +108,7 @@ Tensor Tensor::from_bytes(std::span<const std::byte> bytes, const std::vector<in
     fail("from_bytes: {} bytes for shape {} of {}", bytes.size(), dims_str(shape),
          ugrad::to_string(dtype));
   UOp buf = t.node().op() == Op::BUFFER ? t.node() : t.node().src(0);
-  copy_in(buf, bytes);
+  if (!bytes.empty()) copy_in(buf, bytes);
   return t;
 }
 

@@ -264,6 +264,7 @@ Tensor Tensor::to(const std::string& dev) const {
 std::vector<std::byte> Tensor::to_bytes() const {
   Tensor t = *this;
   int64_t n = t.numel();
+  if (n == 0) return {};  // nothing to compute or copy
   // A view that is not the whole buffer in order (a slice, a padded or permuted view) is copied
   // into a fresh buffer first.
   if (!t.is_realized()) t.realize();
