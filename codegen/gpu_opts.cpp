@@ -19,6 +19,9 @@ constexpr int64_t kGroupReduceMaxOutputs = 2048;
 constexpr int64_t kGroupReduceMinExtent = 256;
 constexpr int64_t kGroupReduceLanes[] = {256, 128, 64, 32};
 constexpr int64_t kMinPerLane = 4;
+// Upcast the innermost output axis of elementwise kernels with at least this many outputs.
+constexpr int64_t kUpcastMinOutputs = 1 << 16;
+constexpr int64_t kUpcastAmount = 4;
 
 int64_t extent(const UOp& r) {
   return r.src(0).is_const() ? r.src(0).const_int() : int64_t(r.src(0).vmax());
@@ -27,7 +30,7 @@ int64_t extent(const UOp& r) {
 }  // namespace
 
 std::string to_string(const std::vector<GpuOpt>& opts) {
-  static constexpr const char* kNames[] = {"GROUP_REDUCE", "TENSOR_CORE", "DOT4"};
+  static constexpr const char* kNames[] = {"GROUP_REDUCE", "TENSOR_CORE", "DOT4", "UPCAST"};
   std::string s;
   for (const GpuOpt& o : opts)
     s += fmt::format("{}{}({},{})", s.empty() ? "" : " ", kNames[int(o.type)], o.axis, o.amount);
@@ -48,8 +51,17 @@ std::vector<GpuOpt> gpu_heuristic_opts(const UOp& ast, const CodegenTarget& targ
     if (t == AxisType::Reduce && r.src(0).is_const() && (!longest || extent(r) > extent(longest)))
       longest = r;
   }
-  if (!longest || outputs > kGroupReduceMaxOutputs || extent(longest) < kGroupReduceMinExtent)
+  if (!longest) {
+    const std::vector<UOp> ranges = kernel_ranges(ast);
+    auto inner = std::find_if(ranges.rbegin(), ranges.rend(), [](const UOp& r) {
+      return r.arg_as<RangeArg>().type == AxisType::Loop;
+    });
+    if (outputs >= kUpcastMinOutputs && inner != ranges.rend() && (*inner).src(0).is_const() &&
+        (*inner).src(0).const_int() % kUpcastAmount == 0)
+      return {{GpuOptType::Upcast, (*inner).arg_as<RangeArg>().axis, kUpcastAmount}};
     return {};
+  }
+  if (outputs > kGroupReduceMaxOutputs || extent(longest) < kGroupReduceMinExtent) return {};
   for (int64_t lanes : kGroupReduceLanes)
     if (extent(longest) % lanes == 0 && extent(longest) / lanes >= kMinPerLane)
       return {{GpuOptType::GroupReduce, longest.arg_as<RangeArg>().axis, lanes}};
@@ -62,6 +74,8 @@ UOp apply_gpu_opts(const UOp& ast, const std::vector<GpuOpt>& opts, const Codege
     if (!target.is_gpu) fail("codegen: {} needs a GPU target", to_string({o}));
     if (o.type == GpuOptType::GroupReduce) {
       out = group_reduce(out, o.axis, o.amount);
+    } else if (o.type == GpuOptType::Upcast) {
+      out = apply_opts(out, {Opt{OptType::Upcast, o.axis, o.amount}});
     } else if (o.type == GpuOptType::Dot4) {
       if (!target.has_dot4) fail("codegen: {}: {} has no dot4", to_string({o}), target.name);
       out = dot4_reduce(out, o.axis);

@@ -238,3 +238,17 @@ TEST_CASE("emulated: padded (gated) loads never touch memory outside the buffer"
   INFO(k.ks.src);
   CHECK(m.download<float>(po, 20) == want);
 }
+
+TEST_CASE("emulated: the upcast elementwise kernel (b128 loads/stores) matches the CPU") {
+  Mock m;
+  const int64_t n = 1 << 16;
+  UOp out = buf(0, dtypes::float32, n), a = buf(1, dtypes::float32, n);
+  UOp i = UOp::range(n, 0);
+  UOp ast = sink({store(out, i, load(a, i) * load(a, i) - 0.5f)});
+  std::vector<float> x = rnd(n, 12), want(n);
+  compile(ast).run({want.data(), x.data()});
+  uint64_t po = m.upload(std::vector<float>(n));
+  GpuKernel k = m.run(ast, {po, m.upload(x)});
+  CHECK(k.ks.gpu_opts.size() == 1);
+  CHECK(m.download<float>(po, n) == want);
+}

@@ -140,3 +140,20 @@ TEST_CASE("dot4: int8 multiply-accumulate reductions become v_dot4") {
   CHECK(gpu_compile(sink({store(out, i, reduce(prod, Op::ADD, {k}))}), {.noopt = 0})
             .ks.gpu_opts.empty());
 }
+
+TEST_CASE("upcast: a large elementwise kernel computes 4 outputs per thread") {
+  const int64_t n = 1 << 20;
+  UOp out = buf(0, dtypes::float32, n), a = buf(1, dtypes::float32, n);
+  UOp i = UOp::range(n, 0);
+  GpuKernel k = gpu_compile(sink({store(out, i, load(a, i) * load(a, i))}));
+  CHECK(k.ks.gpu_opts == std::vector<GpuOpt>{{GpuOptType::Upcast, 0, 4}});
+  CHECK(k.global() == std::vector<int64_t>{1024});
+  CHECK(k.local() == std::vector<int64_t>{256});
+  const std::string isa = k.isa();
+  CHECK(isa.find("global_load_b128") != std::string::npos);
+  CHECK(isa.find("global_store_b128") != std::string::npos);
+  // small or odd kernels keep one output per thread
+  UOp o2 = buf(0, dtypes::float32, 1000), a2 = buf(1, dtypes::float32, 1000);
+  UOp j = UOp::range(1000, 0);
+  CHECK(gpu_compile(sink({store(o2, j, load(a2, j) + 1.0f)})).ks.gpu_opts.empty());
+}
