@@ -32,15 +32,10 @@ UOp st(const UOp& b, const UOp& i, const UOp& v) {
 }
 
 template <typename F>
-double best_seconds(F&& f, int reps = 7) {
-  double best = 1e30;
-  for (int r = 0; r < reps; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
-    f();
-    best = std::min(best,
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return best;
+double seconds(F&& f) {
+  auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 struct Loaded {
@@ -63,27 +58,30 @@ int main() {
   float sum = 0;
   ThreadPool& pool = ThreadPool::instance();
   const double gb = 1e9;
-  double t_memcpy1 = best_seconds([&] { std::memcpy(c.data(), a.data(), kBytes); });
-  double t_memcpyn = best_seconds([&] {
-    pool.parallel_for(kN, [&](int64_t lo, int64_t hi) {
-      std::memcpy(c.data() + lo, a.data() + lo, size_t(hi - lo) * 4);
-    });
-  });
-  const double bw1 = 2.0 * kBytes / t_memcpy1 / gb, bwn = 2.0 * kBytes / t_memcpyn / gb;
-
   UOp i = UOp::range(kN, 0);
   Loaded add = load(UOp::make(Op::SINK, dtypes::void_,
                               {st(param(0, kN), i, ld(param(1, kN), i) + ld(param(2, kN), i))}));
   void* add_args[3] = {c.data(), a.data(), b.data()};
-  double t_add = best_seconds([&] { pool.run(add.fn, add_args, add.ks.cpu_threads); });
-  const double bw_add = 3.0 * kBytes / t_add / gb;
-
   UOp r = UOp::range(kN, 0, AxisType::Reduce);
   UOp red = UOp::make(Op::REDUCE, dtypes::float32, {ld(param(1, kN), r), r}, Op::ADD);
   Loaded sm = load(
       UOp::make(Op::SINK, dtypes::void_, {st(param(0, 1), UOp::cnst_int(dtypes::index, 0), red)}));
   void* sum_args[2] = {&sum, a.data()};
-  double t_sum = best_seconds([&] { pool.run(sm.fn, sum_args, sm.ks.cpu_threads); });
+
+  // Rounds interleave the four measurements, so load from other processes hits them alike.
+  double t_memcpy1 = 1e30, t_memcpyn = 1e30, t_add = 1e30, t_sum = 1e30;
+  for (int round = 0; round < 9; ++round) {
+    t_memcpy1 = std::min(t_memcpy1, seconds([&] { std::memcpy(c.data(), a.data(), kBytes); }));
+    t_memcpyn = std::min(t_memcpyn, seconds([&] {
+                           pool.parallel_for(kN, [&](int64_t lo, int64_t hi) {
+                             std::memcpy(c.data() + lo, a.data() + lo, size_t(hi - lo) * 4);
+                           });
+                         }));
+    t_add = std::min(t_add, seconds([&] { pool.run(add.fn, add_args, add.ks.cpu_threads); }));
+    t_sum = std::min(t_sum, seconds([&] { pool.run(sm.fn, sum_args, sm.ks.cpu_threads); }));
+  }
+  const double bw1 = 2.0 * kBytes / t_memcpy1 / gb, bwn = 2.0 * kBytes / t_memcpyn / gb;
+  const double bw_add = 3.0 * kBytes / t_add / gb;
   const double bw_sum = 1.0 * kBytes / t_sum / gb;
 
   fmt::print("64 MiB float32, {} cores\n", pool.num_threads());
