@@ -23,6 +23,11 @@ constexpr int64_t kMinPerLane = 4;
 constexpr int64_t kUpcastMinOutputs = 1 << 16;
 constexpr int64_t kUpcastAmount = 4;
 
+// The WMMA lowering implements the gfx11 (RDNA3) fragment layout; gfx12 takes 8-lane fragments.
+bool gfx11_wmma(const CodegenTarget& target) {
+  return target.has_wmma && target.name.rfind("gfx11", 0) == 0;
+}
+
 int64_t extent(const UOp& r) {
   return r.src(0).is_const() ? r.src(0).const_int() : int64_t(r.src(0).vmax());
 }
@@ -39,7 +44,7 @@ std::string to_string(const std::vector<GpuOpt>& opts) {
 
 std::vector<GpuOpt> gpu_heuristic_opts(const UOp& ast, const CodegenTarget& target) {
   if (!target.is_gpu) return {};
-  if (target.has_wmma)
+  if (gfx11_wmma(target))
     if (auto tc = tensor_core_axis(ast)) return {{GpuOptType::TensorCore, *tc, 0}};
   if (target.has_dot4)
     if (auto d = dot4_axis(ast)) return {{GpuOptType::Dot4, *d, kDot4Width}};
@@ -80,7 +85,9 @@ UOp apply_gpu_opts(const UOp& ast, const std::vector<GpuOpt>& opts, const Codege
       if (!target.has_dot4) fail("codegen: {}: {} has no dot4", to_string({o}), target.name);
       out = dot4_reduce(out, o.axis);
     } else {
-      if (!target.has_wmma) fail("codegen: {}: {} has no WMMA", to_string({o}), target.name);
+      if (!gfx11_wmma(target))
+        fail("codegen: {}: the WMMA lowering is for gfx11 (RDNA3), the target is {}",
+             to_string({o}), target.name);
       out = tensor_cores(out, o.axis);
     }
   }

@@ -157,3 +157,11 @@ TEST_CASE("upcast: a large elementwise kernel computes 4 outputs per thread") {
   UOp j = UOp::range(1000, 0);
   CHECK(gpu_compile(sink({store(o2, j, load(a2, j) + 1.0f)})).ks.gpu_opts.empty());
 }
+
+TEST_CASE("tensor cores: gfx12 (8-lane fragments) keeps the plain matmul; forcing it is an Error") {
+  const CodegenTarget gfx12 = amd_codegen_target("gfx1200");
+  UOp ast = matmul(dtypes::float16, dtypes::float32, 32, 32, 32);
+  CHECK(codegen(ast, gfx12).gpu_opts.empty());
+  CodegenOptions o{.gpu_opts = std::vector<GpuOpt>{{GpuOptType::TensorCore, 2, 0}}};
+  CHECK_THROWS_AS(codegen(ast, gfx12, o), Error);
+}
