@@ -159,8 +159,12 @@ KernelSource codegen(const UOp& ast, const CodegenTarget& target, const CodegenO
   if (target.is_gpu)
     program = gpu_guard_program(dims.guard ? simplify(dims.guard) : UOp(), program);
   if (debug >= 3)
-    fmt::print(
-        "  passes: opt expand symbolic lower_reduce decomp lower_index linearize render_llvm\n");
+    fmt::print("  passes: {}\n",
+               target.is_gpu ? "opt gpu_opts expand gpu_dims symbolic lower_reduce "
+                               "fuse_accumulators decomp lower_index gpu_decomp linearize "
+                               "gpu_guard render_llvm"
+                             : "opt expand symbolic lower_reduce decomp lower_index linearize "
+                               "render_llvm");
   if (debug >= 6) fmt::print("{}", print_linear(program));
   ks.src = render_llvm(program, sig, target, ks.entry, target.is_gpu ? gpu_local_threads(dims) : 1);
   if (debug >= 4) fmt::print("{}\n", ks.src);
