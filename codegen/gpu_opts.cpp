@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "codegen/affine.h"
 #include "codegen/dot4.h"
 #include "codegen/gpu_reduce.h"
 #include "codegen/opt.h"
@@ -14,10 +15,20 @@ namespace ugrad {
 
 namespace {
 
-// Group reduce when the outputs alone cannot fill the GPU and each thread still gets work.
-constexpr int64_t kGroupReduceMaxOutputs = 2048;
+// Group reduce tiers, first match wins: when the outputs alone cannot fill the GPU, wide groups;
+// with more outputs (a matvec) only when the reduce axis is contiguous in every load, so the
+// lanes of a wave read adjacent elements (a reduce over an outer axis is already coalesced
+// across output threads). Each lane still reduces at least kMinPerLane elements.
+struct GroupTier {
+  int64_t max_outputs;
+  bool contiguous_only;
+  int64_t lanes[4];  // tried in order; 0 ends the list
+};
+constexpr GroupTier kGroupTiers[] = {
+    {2048, false, {256, 128, 64, 32}},
+    {65536, true, {64, 32, 0, 0}},
+};
 constexpr int64_t kGroupReduceMinExtent = 256;
-constexpr int64_t kGroupReduceLanes[] = {256, 128, 64, 32};
 constexpr int64_t kMinPerLane = 4;
 // Upcast the innermost output axis of elementwise kernels with at least this many outputs.
 constexpr int64_t kUpcastMinOutputs = 1 << 16;
@@ -30,6 +41,16 @@ bool gfx11_wmma(const CodegenTarget& target) {
 
 int64_t extent(const UOp& r) {
   return r.src(0).is_const() ? r.src(0).const_int() : int64_t(r.src(0).vmax());
+}
+
+// Every load that moves with `r` steps by one element.
+bool contiguous_in_loads(const UOp& ast, const UOp& r) {
+  for (const UOp& u : ast.toposort()) {
+    if (u.op() != Op::LOAD || u.src(0).op() != Op::INDEX) continue;
+    const auto c = affine_coefficient(u.src(0).src(1), r);
+    if (!c || (*c != 0 && *c != 1)) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -66,10 +87,15 @@ std::vector<GpuOpt> gpu_heuristic_opts(const UOp& ast, const CodegenTarget& targ
       return {{GpuOptType::Upcast, (*inner).arg_as<RangeArg>().axis, kUpcastAmount}};
     return {};
   }
-  if (outputs > kGroupReduceMaxOutputs || extent(longest) < kGroupReduceMinExtent) return {};
-  for (int64_t lanes : kGroupReduceLanes)
-    if (extent(longest) % lanes == 0 && extent(longest) / lanes >= kMinPerLane)
-      return {{GpuOptType::GroupReduce, longest.arg_as<RangeArg>().axis, lanes}};
+  if (extent(longest) < kGroupReduceMinExtent) return {};
+  for (const GroupTier& tier : kGroupTiers) {
+    if (outputs > tier.max_outputs) continue;
+    if (tier.contiguous_only && !contiguous_in_loads(ast, longest)) return {};
+    for (int64_t lanes : tier.lanes)
+      if (lanes > 0 && extent(longest) % lanes == 0 && extent(longest) / lanes >= kMinPerLane)
+        return {{GpuOptType::GroupReduce, longest.arg_as<RangeArg>().axis, lanes}};
+    return {};
+  }
   return {};
 }
 

@@ -43,9 +43,19 @@ TEST_CASE("group reduce: the heuristic splits a long reduce with few outputs acr
   CHECK(k.bin.info.kernel(k.ks.entry).group_segment_size >= 256 * 4);
 }
 
-TEST_CASE("group reduce: many outputs or short reduces keep one thread per output") {
-  CHECK(gpu_compile(row_sum(8192, 512)).ks.gpu_opts.empty());
-  CHECK(gpu_compile(row_sum(4, 100)).ks.gpu_opts.empty());
+TEST_CASE("group reduce: a matvec gets 64 lanes; outer-axis or short reduces stay per thread") {
+  // matvec-shaped: 4096 outputs, contiguous reduce
+  GpuKernel mv = gpu_compile(row_sum(4096, 4096));
+  CHECK(mv.ks.gpu_opts == std::vector<GpuOpt>{{GpuOptType::GroupReduce, 1, 64}});
+  CHECK(mv.global() == std::vector<int64_t>{1, 4096});
+  CHECK(gpu_compile(row_sum(1 << 17, 512)).ks.gpu_opts.empty());  // enough outputs
+  CHECK(gpu_compile(row_sum(4, 100)).ks.gpu_opts.empty());        // short reduce
+  // column sums: the reduce axis is the outer one (stride = row length)
+  const int64_t R = 1024, C = 4096;
+  UOp out = buf(0, dtypes::float32, C), a = buf(1, dtypes::float32, R * C);
+  UOp j = UOp::range(C, 0), r = UOp::range(R, 1, AxisType::Reduce);
+  CHECK(gpu_compile(sink({store(out, j, reduce(load(a, r * C + j), Op::ADD, {r}))}))
+            .ks.gpu_opts.empty());
 }
 
 TEST_CASE("group reduce: forced on every reduce op and several dtypes, to a scalar too") {
