@@ -57,7 +57,11 @@ UOp group_reduce(const UOp& ast, int64_t axis, int64_t lanes) {
     UOp shared = UOp::make(Op::AFTER, lds_t, {lds, bar});
     UOp j = UOp::range(lanes, fresh++, AxisType::Reduce);
     UOp part = UOp::make(Op::LOAD, dt, {UOp::make(Op::INDEX, lds_t, {shared, j})});
-    repl.emplace(u, UOp::make(Op::REDUCE, dt, {part, j}, op));
+    // A second barrier after the reads: inside an enclosing loop, the next iteration's writes to
+    // the array must wait for every lane to have combined this one's partials.
+    UOp total = UOp::make(Op::REDUCE, dt, {part, j}, op);
+    UOp done = UOp::make(Op::BARRIER, dtypes::void_, {total});
+    repl.emplace(u, UOp::make(Op::AFTER, dt, {total, done}));
   }
   // Every lane holds the same results: lane 0 stores them.
   std::vector<UOp> stores;

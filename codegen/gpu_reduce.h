@@ -2,7 +2,8 @@
 // GroupReduce range, the workitem id; adjacent lanes read adjacent elements) becomes
 //   partial = REDUCE(x, ..., r_outer)            per thread, in registers
 //   lds[lane] = partial ; BARRIER                one DEFINE_LOCAL (address space 3) per reduce
-//   REDUCE(lds[j], j in 0..n)                    every thread combines the n partials serially
+//   REDUCE(lds[j], j in 0..n) ; BARRIER          every thread combines the n partials serially,
+//                                                then waits (the array may be rewritten in a loop)
 // and stores of the result are gated to lane 0. Output loops get a workgroup each (gpu_dims).
 #pragma once
 #include <cstdint>

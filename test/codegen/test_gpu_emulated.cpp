@@ -252,3 +252,20 @@ TEST_CASE("emulated: the upcast elementwise kernel (b128 loads/stores) matches t
   CHECK(k.ks.gpu_opts.size() == 1);
   CHECK(m.download<float>(po, n) == want);
 }
+
+TEST_CASE("emulated: a group reduce nested in an outer reduce (LDS reused per iteration)") {
+  Mock m;
+  // out = sum_i max_j x[i, j], the inner max split across 64 lanes
+  const int64_t I = 5, J = 1024;
+  UOp out = buf(0, dtypes::float32, 1), a = buf(1, dtypes::float32, I * J);
+  UOp i = UOp::range(I, 0, AxisType::Reduce), j = UOp::range(J, 1, AxisType::Reduce);
+  UOp inner = reduce(load(a, i * J + j), Op::MAX, {j});
+  UOp ast = sink({store(out, idx(0), reduce(inner, Op::ADD, {i}))});
+  std::vector<float> x = rnd(I * J, 13), want(1);
+  compile(ast, {.noopt = 1}).run({want.data(), x.data()});
+  uint64_t po = m.upload(std::vector<float>(1));
+  GpuKernel k = m.run(ast, {po, m.upload(x)}, {},
+                      {.gpu_opts = std::vector<GpuOpt>{{GpuOptType::GroupReduce, 1, 64}}});
+  CHECK(k.isa().find("s_barrier") != std::string::npos);
+  CHECK(m.download<float>(po, 1)[0] == doctest::Approx(want[0]).epsilon(1e-6));
+}
