@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "uop/error.h"
+#include "uop/symbolic.h"
 
 namespace ugrad {
 
@@ -56,17 +57,18 @@ bool dims_equal(const UOp& a, const UOp& b) {
 
 namespace {
 
-// Dim arithmetic that folds constants and zeros (full simplification is the symbolic rules' job).
+// Dim arithmetic: constants fold directly, symbolic results go through the symbolic rules (so
+// (start_pos + T) - start_pos is T).
 UOp dim_add(const UOp& a, const UOp& b) {
   if (a.is_const() && b.is_const()) return dim(a.const_int() + b.const_int());
   if (b.is_const(0)) return a;
   if (a.is_const(0)) return b;
-  return a + b;
+  return simplify(a + b);
 }
 UOp dim_sub(const UOp& a, const UOp& b) {
   if (a.is_const() && b.is_const()) return dim(a.const_int() - b.const_int());
   if (b.is_const(0)) return a;
-  return a - b;
+  return simplify(a - b);
 }
 
 Shape tail(const UOp& u, size_t from, size_t n) {

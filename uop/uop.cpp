@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "uop/alu.h"
 #include "uop/error.h"
 
 namespace ugrad {
@@ -209,11 +210,14 @@ uint64_t UOp::hash() const { return n_->hash; }
 UOp UOp::cnst(DType dtype, double value) {
   if (is_float(dtype)) return make(Op::CONST, dtype, {}, value);
   if (is_bool(dtype)) return make(Op::CONST, dtype, {}, value != 0);
-  return make(Op::CONST, dtype, {}, static_cast<int64_t>(value));
+  return cnst_int(dtype, static_cast<int64_t>(value));
 }
 UOp UOp::cnst_int(DType dtype, int64_t value) {
   if (is_float(dtype)) return make(Op::CONST, dtype, {}, static_cast<double>(value));
   if (is_bool(dtype)) return make(Op::CONST, dtype, {}, value != 0);
+  // Integer constants hold the dtype's value: -1 as uint8 is 255.
+  if (dtype.scalar != Scalar::Index && dtype.scalar != Scalar::WeakInt)
+    value = wrap_to_int_dtype(static_cast<uint64_t>(value), dtype);
   return make(Op::CONST, dtype, {}, value);
 }
 UOp UOp::cnst_bool(bool value) { return make(Op::CONST, dtypes::bool_, {}, value); }

@@ -25,6 +25,11 @@ Tensor rms_norm(const Tensor& x, const Tensor& w, float eps) {
 
 }  // namespace
 
+// The start position of a chunk of n tokens: in [0, max_context - n].
+UOp Qwen3Model::start_pos_var(int64_t n) const {
+  return UOp::variable("start_pos", 0, max_context_ - n);
+}
+
 Qwen3Model::Qwen3Model(const GgufFile& file, int64_t max_context, const std::string& device)
     : file_(file),
       config_(ModelConfig::from_gguf(file_)),
@@ -79,7 +84,7 @@ Tensor Qwen3Model::embed(std::span<const int32_t> tokens) const {
 
 Tensor Qwen3Model::attention(Layer& l, const Tensor& h, int64_t start_pos, int64_t n) {
   const int64_t heads = config_.n_heads, kv_heads = config_.n_kv_heads, hd = config_.head_dim;
-  const int64_t half = hd / 2, end = start_pos + n;
+  const int64_t half = hd / 2;
   Tensor q = rms_norm(h.linear(l.wq).reshape({n, heads, hd}), l.q_norm, config_.rms_eps);
   Tensor k = rms_norm(h.linear(l.wk).reshape({n, kv_heads, hd}), l.k_norm, config_.rms_eps);
   Tensor v = h.linear(l.wv).reshape({n, kv_heads, hd});
@@ -104,29 +109,33 @@ Tensor Qwen3Model::attention(Layer& l, const Tensor& h, int64_t start_pos, int64
   q = rope(q, heads);
   k = rope(k, kv_heads);
 
-  // Write this chunk's keys and values into the cache, then attend over [0, end).
-  Tensor writes[] = {
-      l.cache_k.shrink({{start_pos, end}, {0, kv_heads}, {0, hd}}).assign(k.cast(dtypes::float16)),
-      l.cache_v.shrink({{start_pos, end}, {0, kv_heads}, {0, hd}}).assign(v.cast(dtypes::float16))};
-  Tensor::realize_all(writes);
+  // Write this chunk's keys and values at [start_pos, start_pos + n): start_pos is a variable, so
+  // every call with the same chunk length has the same graph (one schedule, no new kernels).
+  UOp sp = start_pos_var(n);
+  const int64_t ctx = max_context_;
+  auto rows = [&](const Tensor& cache) {
+    return cache.shrink_to({{sp, sp + n}, {dim(0), dim(kv_heads)}, {dim(0), dim(hd)}});
+  };
+  Tensor writes[] = {rows(l.cache_k).assign(k.cast(dtypes::float16)),
+                     rows(l.cache_v).assign(v.cast(dtypes::float16))};
+  Tensor::realize_all(writes, var_vals_);
+  // Attend over the whole cache; positions after start_pos + p are masked out (stale rows too).
   const int64_t group = heads / kv_heads;
-  auto expand_heads = [&](const Tensor& c) {  // (end, kv_heads, hd) -> (heads, end, hd)
-    return c.shrink({{0, end}, {0, kv_heads}, {0, hd}})
-        .cast(dtypes::float32)
-        .reshape({end, kv_heads, 1, hd})
-        .expand({end, kv_heads, group, hd})
-        .reshape({end, heads, hd})
+  auto expand_heads = [&](const Tensor& c) {  // (ctx, kv_heads, hd) -> (heads, ctx, hd)
+    return c.cast(dtypes::float32)
+        .reshape({ctx, kv_heads, 1, hd})
+        .expand({ctx, kv_heads, group, hd})
+        .reshape({ctx, heads, hd})
         .permute({1, 0, 2});
   };
   Tensor keys = expand_heads(l.cache_k), values = expand_heads(l.cache_v);
   Tensor scores =
       q.permute({1, 0, 2}).matmul(keys.transpose()) * (1.0 / std::sqrt(static_cast<double>(hd)));
-  // Causal: query p (position start_pos + p) sees keys 0 .. start_pos + p.
-  std::vector<float> mask(n * end);
-  for (int64_t p = 0; p < n; ++p)
-    for (int64_t j = 0; j < end; ++j) mask[p * end + j] = j <= start_pos + p ? 0.0f : -INFINITY;
-  scores = scores + Tensor::from_vector(mask, {1, n, end}, dtypes::float32, device_);
-  Tensor out = scores.softmax(-1).matmul(values);  // (heads, n, hd)
+  Tensor query_pos =
+      (Tensor::from_dim(sp, device_) + Tensor::arange(n, dtypes::int32, device_)).reshape({n, 1});
+  Tensor key_pos = Tensor::arange(ctx, dtypes::int32, device_).reshape({1, ctx});
+  Tensor mask = key_pos.le(query_pos).where(0.0, -INFINITY).reshape({1, n, ctx});
+  Tensor out = (scores + mask).softmax(-1).matmul(values);  // (heads, n, hd)
   return out.permute({1, 0, 2}).reshape({n, heads * hd}).linear(l.wo);
 }
 
@@ -136,16 +145,18 @@ std::vector<float> Qwen3Model::forward(std::span<const int32_t> tokens, int64_t 
   if (start_pos < 0 || start_pos + n > max_context_)
     fail("forward: positions [{}, {}) exceed the context of {} tokens", start_pos, start_pos + n,
          max_context_);
+  var_vals_ = {{start_pos_var(n).arg_as<ParamArg>().name, start_pos}};
   Tensor x = embed(tokens);
   for (Layer& l : layers_) {
-    x.realize();
+    x.realize(var_vals_);
     x = x + attention(l, rms_norm(x, l.attn_norm, config_.rms_eps), start_pos, n);
-    x.realize();
+    x.realize(var_vals_);
     Tensor h = rms_norm(x, l.ffn_norm, config_.rms_eps);
     x = x + (h.linear(l.w_gate).silu() * h.linear(l.w_up)).linear(l.w_down);
   }
   Tensor last = x.shrink({{n - 1, n}, {0, static_cast<int64_t>(config_.dim)}});
-  return rms_norm(last, output_norm_, config_.rms_eps).linear(output_).to_vector<float>();
+  Tensor logits = rms_norm(last, output_norm_, config_.rms_eps).linear(output_);
+  return logits.realize(var_vals_).to_vector<float>();
 }
 
 }  // namespace ugrad::llm

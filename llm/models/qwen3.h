@@ -34,6 +34,7 @@ class Qwen3Model {
     Tensor cache_k, cache_v;  // (max_context, n_kv_heads, head_dim) float16
   };
   Tensor embed(std::span<const int32_t> tokens) const;
+  UOp start_pos_var(int64_t n) const;
   Tensor attention(Layer& layer, const Tensor& x, int64_t start_pos, int64_t n);
 
   GgufFile file_;
@@ -43,6 +44,7 @@ class Qwen3Model {
   const GgufTensor* token_embd_ = nullptr;
   std::vector<Layer> layers_;
   Tensor output_norm_, output_;
+  std::vector<std::pair<std::string, int64_t>> var_vals_;  // of the current forward call
 };
 
 }  // namespace ugrad::llm

@@ -88,3 +88,10 @@ TEST_CASE("vmin/vmax basics") {
   CHECK(x.lt(5).vmin() == 0);
   CHECK(x.lt(5).vmax() == 1);
 }
+
+TEST_CASE("regression: integer constants hold their dtype's value (-1 as uint8 is 255)") {
+  CHECK(UOp::cnst_int(dtypes::uint8, -1).const_int() == 255);
+  CHECK(UOp::cnst_int(dtypes::int8, 200).const_int() == -56);
+  CHECK(UOp::cnst(dtypes::uint16, -1.0).const_int() == 65535);
+  CHECK(UOp::cnst_int(dtypes::index, -1).const_int() == -1);
+}
