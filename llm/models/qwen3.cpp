@@ -2,8 +2,11 @@
 
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "llm/quant/dequantize.h"
 #include "llm/quant/lazy_dequant.h"
+#include "runtime/jit.h"
 #include "uop/error.h"
 
 namespace ugrad::llm {
@@ -82,7 +85,8 @@ Tensor Qwen3Model::embed(std::span<const int32_t> tokens) const {
                              device_);
 }
 
-Tensor Qwen3Model::attention(Layer& l, const Tensor& h, int64_t start_pos, int64_t n) {
+Tensor Qwen3Model::attention(Layer& l, const Tensor& h, const Tensor& cos, const Tensor& sin,
+                             int64_t n) {
   const int64_t heads = config_.n_heads, kv_heads = config_.n_kv_heads, hd = config_.head_dim;
   const int64_t half = hd / 2;
   Tensor q = rms_norm(h.linear(l.wq).reshape({n, heads, hd}), l.q_norm, config_.rms_eps);
@@ -90,17 +94,6 @@ Tensor Qwen3Model::attention(Layer& l, const Tensor& h, int64_t start_pos, int64
   Tensor v = h.linear(l.wv).reshape({n, kv_heads, hd});
 
   // NEOX RoPE: (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin) on the two halves of each head.
-  std::vector<float> cos_t(n * half), sin_t(n * half);
-  for (int64_t p = 0; p < n; ++p)
-    for (int64_t i = 0; i < half; ++i) {
-      double angle =
-          static_cast<double>(start_pos + p) *
-          std::pow(static_cast<double>(config_.rope_theta), -2.0 * i / static_cast<double>(hd));
-      cos_t[p * half + i] = static_cast<float>(std::cos(angle));
-      sin_t[p * half + i] = static_cast<float>(std::sin(angle));
-    }
-  Tensor cos = Tensor::from_vector(cos_t, {n, 1, half}, dtypes::float32, device_);
-  Tensor sin = Tensor::from_vector(sin_t, {n, 1, half}, dtypes::float32, device_);
   auto rope = [&](const Tensor& x, int64_t nh) {
     Tensor x1 = x.shrink({{0, n}, {0, nh}, {0, half}}),
            x2 = x.shrink({{0, n}, {0, nh}, {half, hd}});
@@ -139,6 +132,35 @@ Tensor Qwen3Model::attention(Layer& l, const Tensor& h, int64_t start_pos, int64
   return out.permute({1, 0, 2}).reshape({n, heads * hd}).linear(l.wo);
 }
 
+// cos and sin of every RoPE angle of positions [start_pos, start_pos + n): (n, 1, head_dim/2).
+std::pair<Tensor, Tensor> Qwen3Model::rope_tables(int64_t start_pos, int64_t n) const {
+  const int64_t hd = config_.head_dim, half = hd / 2;
+  std::vector<float> cos_t(n * half), sin_t(n * half);
+  for (int64_t p = 0; p < n; ++p)
+    for (int64_t i = 0; i < half; ++i) {
+      double angle =
+          static_cast<double>(start_pos + p) *
+          std::pow(static_cast<double>(config_.rope_theta), -2.0 * i / static_cast<double>(hd));
+      cos_t[p * half + i] = static_cast<float>(std::cos(angle));
+      sin_t[p * half + i] = static_cast<float>(std::sin(angle));
+    }
+  return {Tensor::from_vector(cos_t, {n, 1, half}, dtypes::float32, device_),
+          Tensor::from_vector(sin_t, {n, 1, half}, dtypes::float32, device_)};
+}
+
+// The whole network for a chunk of n embedded tokens: the logits of the last one, (1, vocab).
+Tensor Qwen3Model::body(Tensor x, const Tensor& cos, const Tensor& sin, int64_t n) {
+  for (Layer& l : layers_) {
+    x.realize(var_vals_);
+    x = x + attention(l, rms_norm(x, l.attn_norm, config_.rms_eps), cos, sin, n);
+    x.realize(var_vals_);
+    Tensor h = rms_norm(x, l.ffn_norm, config_.rms_eps);
+    x = x + (h.linear(l.w_gate).silu() * h.linear(l.w_up)).linear(l.w_down);
+  }
+  Tensor last = x.shrink({{n - 1, n}, {0, static_cast<int64_t>(config_.dim)}});
+  return rms_norm(last, output_norm_, config_.rms_eps).linear(output_);
+}
+
 std::vector<float> Qwen3Model::forward(std::span<const int32_t> tokens, int64_t start_pos) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   if (n == 0) fail("forward: no tokens");
@@ -147,16 +169,21 @@ std::vector<float> Qwen3Model::forward(std::span<const int32_t> tokens, int64_t 
          max_context_);
   var_vals_ = {{start_pos_var(n).arg_as<ParamArg>().name, start_pos}};
   Tensor x = embed(tokens);
-  for (Layer& l : layers_) {
-    x.realize(var_vals_);
-    x = x + attention(l, rms_norm(x, l.attn_norm, config_.rms_eps), start_pos, n);
-    x.realize(var_vals_);
-    Tensor h = rms_norm(x, l.ffn_norm, config_.rms_eps);
-    x = x + (h.linear(l.w_gate).silu() * h.linear(l.w_up)).linear(l.w_down);
-  }
-  Tensor last = x.shrink({{n - 1, n}, {0, static_cast<int64_t>(config_.dim)}});
-  Tensor logits = rms_norm(last, output_norm_, config_.rms_eps).linear(output_);
-  return logits.realize(var_vals_).to_vector<float>();
+  auto [cos, sin] = rope_tables(start_pos, n);
+  Tensor inputs[] = {x, cos, sin};
+  Tensor::realize_all(inputs);
+  // One JIT per chunk length: call 0 runs eagerly, call 1 captures, later calls only launch.
+  auto& jit = jits_[n];
+  if (!jit)
+    jit = std::make_unique<GraphJit>(
+        [this, n](const std::vector<UOp>& in, const VarVals&) {
+          Tensor logits =
+              body(Tensor(in[0], device_), Tensor(in[1], device_), Tensor(in[2], device_), n);
+          return std::vector<UOp>{logits.node()};
+        },
+        fmt::format("qwen3 forward n={}", n));
+  std::vector<UOp> out = (*jit)({x.node(), cos.node(), sin.node()}, var_vals_);
+  return Tensor(out[0], device_).to_vector<float>();
 }
 
 }  // namespace ugrad::llm

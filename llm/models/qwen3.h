@@ -4,12 +4,15 @@
 // dequantizes inside its kernel (llm/quant/lazy_dequant.h).
 #pragma once
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "llm/gguf/gguf.h"
 #include "llm/model/config.h"
+#include "runtime/jit.h"
 #include "tensor/tensor.h"
 
 namespace ugrad::llm {
@@ -35,7 +38,9 @@ class Qwen3Model {
   };
   Tensor embed(std::span<const int32_t> tokens) const;
   UOp start_pos_var(int64_t n) const;
-  Tensor attention(Layer& layer, const Tensor& x, int64_t start_pos, int64_t n);
+  Tensor attention(Layer& layer, const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t n);
+  std::pair<Tensor, Tensor> rope_tables(int64_t start_pos, int64_t n) const;
+  Tensor body(Tensor x, const Tensor& cos, const Tensor& sin, int64_t n);
 
   GgufFile file_;
   ModelConfig config_;
@@ -45,6 +50,7 @@ class Qwen3Model {
   std::vector<Layer> layers_;
   Tensor output_norm_, output_;
   std::vector<std::pair<std::string, int64_t>> var_vals_;  // of the current forward call
+  std::map<int64_t, std::unique_ptr<GraphJit>> jits_;      // by chunk length
 };
 
 }  // namespace ugrad::llm
