@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <array>
+#include <charconv>
 #include <cmath>
 #include <unordered_set>
 
@@ -21,6 +22,9 @@ constexpr uint64_t kMaxWidth = uint64_t{1} << 20;  // dim, ffn_dim, q_dim, kv_di
 constexpr uint64_t kMaxVocab = uint64_t{1} << 24;  // token_embd rows
 constexpr uint64_t kMaxContext = uint64_t{1} << 24;
 constexpr float kDefaultRopeTheta = 10000.0f;  // llama.cpp's default when rope.freq_base is absent
+constexpr uint64_t kMaxExperts = 4096;
+constexpr uint64_t kMaxConvKernel = 64;
+constexpr uint32_t kDefaultFullAttentionInterval = 4;  // llama.cpp's default (§6.2)
 
 constexpr std::array<std::pair<ModelArch, std::string_view>, 4> kArchNames = {{
     {ModelArch::kQwen3, "qwen3"},
@@ -81,11 +85,17 @@ std::optional<int32_t> token_id_key(const GgufFile& file, std::string_view key, 
   return static_cast<int32_t>(id);
 }
 
-void read_qwen3(const GgufFile& file, ModelConfig& c) {
-  const ArchKeys keys(file, "qwen3");
+bool is_moe(ModelArch a) { return a == ModelArch::kQwen3Moe || a == ModelArch::kQwen35Moe; }
+bool is_hybrid(ModelArch a) { return a == ModelArch::kQwen35 || a == ModelArch::kQwen35Moe; }
+
+// The transformer keys every architecture has (§5.1, §6.2). Hybrid models rotate only the first
+// rope.dimension_count dims of a head; qwen3 and qwen3moe rotate all of it.
+void read_transformer(const GgufFile& file, ModelConfig& c) {
+  const std::string_view arch = arch_name(c.arch);
+  const ArchKeys keys(file, arch);
   c.n_layers = keys.required("block_count", kMaxLayers);
   c.dim = keys.required("embedding_length", kMaxWidth);
-  c.ffn_dim = keys.required("feed_forward_length", kMaxWidth);
+  if (!is_moe(c.arch)) c.ffn_dim = keys.required("feed_forward_length", kMaxWidth);
   c.context_length = keys.required("context_length", kMaxContext);
   c.n_heads = keys.required("attention.head_count", kMaxWidth);
   c.n_kv_heads = keys.optional("attention.head_count_kv", kMaxWidth, c.n_heads);
@@ -105,19 +115,25 @@ void read_qwen3(const GgufFile& file, ModelConfig& c) {
   c.head_dim = keys.optional("attention.key_length", kMaxWidth, c.dim / c.n_heads);
   const uint32_t value_length = keys.optional("attention.value_length", kMaxWidth, c.head_dim);
   if (value_length != c.head_dim) {
-    fail("model: metadata '{}' = {} differs from '{}' = {} (qwen3 needs equal K and V head sizes)",
-         keys.key("attention.value_length"), value_length, key_length, c.head_dim);
+    fail("model: metadata '{}' = {} differs from '{}' = {} ({} needs equal K and V head sizes)",
+         keys.key("attention.value_length"), value_length, key_length, c.head_dim, arch);
   }
   if (c.head_dim % 2 != 0) {
     fail("model: metadata '{}' = {} must be even (RoPE rotates pairs)", key_length, c.head_dim);
   }
-  if (uint64_t{c.n_heads} * c.head_dim > kMaxWidth) {
+  // Hybrid full-attention layers project 2 * n_heads * head_dim (q and gate).
+  if (uint64_t{c.n_heads} * c.head_dim * (is_hybrid(c.arch) ? 2 : 1) > kMaxWidth) {
     fail("model: head_count {} x key_length {} exceeds {}", c.n_heads, c.head_dim, kMaxWidth);
   }
   c.n_rot = keys.optional("rope.dimension_count", kMaxWidth, c.head_dim);
-  if (c.n_rot != c.head_dim) {
-    fail("model: metadata '{}' = {} differs from '{}' = {} (qwen3 rotates the whole head)",
-         keys.key("rope.dimension_count"), c.n_rot, key_length, c.head_dim);
+  if (is_hybrid(c.arch)) {
+    if (c.n_rot % 2 != 0 || c.n_rot > c.head_dim) {
+      fail("model: metadata '{}' = {} must be even and at most '{}' = {}",
+           keys.key("rope.dimension_count"), c.n_rot, key_length, c.head_dim);
+    }
+  } else if (c.n_rot != c.head_dim) {
+    fail("model: metadata '{}' = {} differs from '{}' = {} ({} rotates the whole head)",
+         keys.key("rope.dimension_count"), c.n_rot, key_length, c.head_dim, arch);
   }
   c.rms_eps = keys.positive_float("attention.layer_norm_rms_epsilon", std::nullopt);
   c.rope_theta = keys.positive_float("rope.freq_base", kDefaultRopeTheta);
@@ -125,6 +141,82 @@ void read_qwen3(const GgufFile& file, ModelConfig& c) {
     const std::string_view type = file.get_string(k);
     if (type != "none") fail("model: metadata '{}' = '{}' is not supported", k, type);
   }
+}
+
+// Expert counts and sizes (§6.2, §6.6).
+MoeConfig read_moe(const GgufFile& file, ModelArch arch) {
+  const ArchKeys keys(file, arch_name(arch));
+  MoeConfig m;
+  m.n_experts = keys.required("expert_count", kMaxExperts);
+  m.n_experts_used = keys.required("expert_used_count", kMaxExperts);
+  if (m.n_experts_used > m.n_experts) {
+    fail("model: metadata '{}' = {} exceeds '{}' = {}", keys.key("expert_used_count"),
+         m.n_experts_used, keys.key("expert_count"), m.n_experts);
+  }
+  m.expert_ffn_dim = keys.required("expert_feed_forward_length", kMaxWidth);
+  // qwen3moe has no shared expert; qwen35moe files carry its width.
+  if (arch == ModelArch::kQwen35Moe) {
+    m.shared_ffn_dim = keys.required("expert_shared_feed_forward_length", kMaxWidth);
+  }
+  return m;
+}
+
+// The Gated DeltaNet sizes and the layer pattern (§6.2). Shortens c.n_layers by the MTP tail.
+HybridConfig read_hybrid(const GgufFile& file, ModelConfig& c) {
+  const ArchKeys keys(file, arch_name(c.arch));
+  HybridConfig h;
+  if (const std::string k = keys.key("nextn_predict_layers"); file.has(k)) {
+    const uint64_t n = file.get_u64(k);
+    if (n >= c.n_layers) {
+      fail("model: metadata '{}' = {} leaves no trunk layers of '{}' = {}", k, n,
+           keys.key("block_count"), c.n_layers);
+    }
+    h.n_nextn_layers = static_cast<uint32_t>(n);
+  }
+  const uint32_t block_count = c.n_layers;
+  c.n_layers -= h.n_nextn_layers;
+  h.conv_kernel = keys.required("ssm.conv_kernel", kMaxConvKernel);
+  h.key_head_dim = keys.required("ssm.state_size", kMaxWidth);
+  h.n_key_heads = keys.required("ssm.group_count", kMaxWidth);
+  h.n_value_heads = keys.required("ssm.time_step_rank", kMaxWidth);
+  h.value_dim = keys.required("ssm.inner_size", kMaxWidth);
+  if (h.n_value_heads % h.n_key_heads != 0) {
+    fail("model: metadata '{}' = {} is not a multiple of '{}' = {}", keys.key("ssm.time_step_rank"),
+         h.n_value_heads, keys.key("ssm.group_count"), h.n_key_heads);
+  }
+  if (h.value_dim % h.n_value_heads != 0) {
+    fail("model: metadata '{}' = {} is not a multiple of '{}' = {}", keys.key("ssm.inner_size"),
+         h.value_dim, keys.key("ssm.time_step_rank"), h.n_value_heads);
+  }
+  if (2 * uint64_t{h.n_key_heads} * h.key_head_dim + h.value_dim > kMaxWidth) {
+    fail(
+        "model: conv width 2 x {} x {} + {} (ssm.group_count x ssm.state_size, ssm.inner_size) "
+        "exceeds {}",
+        h.n_key_heads, h.key_head_dim, h.value_dim, kMaxWidth);
+  }
+  h.full_attention_interval =
+      keys.optional("full_attention_interval", kMaxLayers, kDefaultFullAttentionInterval);
+  h.recurrent.resize(c.n_layers);
+  if (const std::string k = keys.key("attention.recurrent_layers"); file.has(k)) {
+    const GgufArray& flags = file.get_array(k);
+    if (flags.count != block_count && flags.count != c.n_layers) {
+      fail("model: metadata '{}' has {} entries but '{}' = {}", k, flags.count,
+           keys.key("block_count"), block_count);
+    }
+    const bool is_bool = flags.elem_type == GgufType::BOOL;
+    if (!is_bool && !gguf_type_is_integer(flags.elem_type)) {
+      fail("model: metadata '{}' is an array of {}, not of BOOL or integers", k,
+           gguf_type_name(flags.elem_type));
+    }
+    for (uint32_t i = 0; i < c.n_layers; ++i) {
+      h.recurrent[i] = is_bool ? flags.bool_at(i) : flags.int_at(i) != 0;
+    }
+  } else {
+    for (uint32_t i = 0; i < c.n_layers; ++i) {
+      h.recurrent[i] = (i + 1) % h.full_attention_interval != 0;
+    }
+  }
+  return h;
 }
 
 std::string dims_string(std::span<const uint64_t> dims) {
@@ -153,9 +245,14 @@ class TensorChecker {
     return t;
   }
 
-  // Every tensor in the file must have been expected.
-  void check_no_extra(std::string_view arch) const {
+  // Every tensor in the file must have been expected, except those of blocks
+  // [skip_from, skip_to) (the MTP tail layers, which plain decoding does not use).
+  void check_no_extra(std::string_view arch, uint32_t skip_from, uint32_t skip_to) const {
     for (const GgufTensor& t : file_.tensors()) {
+      if (const std::optional<uint32_t> block = block_of(t.name);
+          block && *block >= skip_from && *block < skip_to) {
+        continue;
+      }
       if (!expected_.contains(std::string(t.name))) {
         fail("model: tensor '{}' {} is not part of a {} model with this config", t.name,
              dims_string(t.dims), arch);
@@ -164,6 +261,18 @@ class TensorChecker {
   }
 
  private:
+  // N of a "blk.N.*" name.
+  static std::optional<uint32_t> block_of(std::string_view name) {
+    constexpr std::string_view kPrefix = "blk.";
+    if (!name.starts_with(kPrefix)) return std::nullopt;
+    uint32_t n = 0;
+    const char* begin = name.data() + kPrefix.size();
+    const char* last = name.data() + name.size();
+    const auto [end, ec] = std::from_chars(begin, last, n);
+    if (ec != std::errc() || end == begin || end == last || *end != '.') return std::nullopt;
+    return n;
+  }
+
   const GgufFile& file_;
   std::unordered_set<std::string> expected_;
 };
@@ -194,12 +303,11 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& file) {
   const std::string_view name = file.get_string(kArchKey);
   const std::optional<ModelArch> arch = parse_arch(name);
   if (!arch) fail("model: metadata '{}' = '{}' is not a known architecture", kArchKey, name);
-  if (*arch != ModelArch::kQwen3) {
-    fail("model: architecture '{}' ({}) is not supported yet", name, kArchKey);
-  }
   ModelConfig c;
   c.arch = *arch;
-  read_qwen3(file, c);
+  read_transformer(file, c);
+  if (is_moe(c.arch)) c.moe = read_moe(file, c.arch);
+  if (is_hybrid(c.arch)) c.hybrid = read_hybrid(file, c);
 
   const GgufTensor& embd = file.tensor("token_embd.weight");
   if (embd.dims.size() != 2 || embd.dims[1] == 0 || embd.dims[1] > kMaxVocab) {
@@ -230,34 +338,94 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& file) {
   return c;
 }
 
-ModelWeights ModelWeights::from_gguf(const GgufFile& file, const ModelConfig& c) {
-  if (c.arch != ModelArch::kQwen3) {
-    fail("model: weights of architecture '{}' are not supported yet", arch_name(c.arch));
+namespace {
+
+// The Gated DeltaNet tensors of layer i (§6.3).
+void expect_gdn(TensorChecker& check, const ModelConfig& c, uint32_t i, LayerWeights& l) {
+  const HybridConfig& h = *c.hybrid;
+  const uint64_t dim = c.dim, conv = h.conv_dim(), value = h.value_dim, hv = h.n_value_heads;
+  const auto name = [&](std::string_view role) { return layer_tensor_name(i, role); };
+  l.attn_qkv = check.expect(name("attn_qkv"), {dim, conv}, "[dim, conv_dim]");
+  l.attn_gate = check.expect(name("attn_gate"), {dim, value}, "[dim, ssm.inner_size]");
+  l.ssm_conv1d =
+      check.expect(name("ssm_conv1d"), {h.conv_kernel, conv}, "[ssm.conv_kernel, conv_dim]");
+  l.ssm_dt = check.expect(fmt::format("blk.{}.ssm_dt.bias", i), {hv}, "[ssm.time_step_rank]");
+  l.ssm_a = check.expect(fmt::format("blk.{}.ssm_a", i), {hv}, "[ssm.time_step_rank]");
+  l.ssm_beta = check.expect(name("ssm_beta"), {dim, hv}, "[dim, ssm.time_step_rank]");
+  l.ssm_alpha = check.expect(name("ssm_alpha"), {dim, hv}, "[dim, ssm.time_step_rank]");
+  l.ssm_norm = check.expect(name("ssm_norm"), {h.value_head_dim()}, "[d_v]");
+  l.ssm_out = check.expect(name("ssm_out"), {value, dim}, "[ssm.inner_size, dim]");
+}
+
+// Full attention of layer i; hybrid models project [q_h | gate_h] per head (§6.3).
+void expect_attention(TensorChecker& check, const ModelConfig& c, uint32_t i, LayerWeights& l) {
+  const uint64_t dim = c.dim, q_dim = c.q_dim(), kv_dim = c.kv_dim();
+  const auto name = [&](std::string_view role) { return layer_tensor_name(i, role); };
+  l.attn_q = c.gated_attention()
+                 ? check.expect(name("attn_q"), {dim, 2 * q_dim}, "[dim, 2*n_heads*head_dim]")
+                 : check.expect(name("attn_q"), {dim, q_dim}, "[dim, n_heads*head_dim]");
+  l.attn_k = check.expect(name("attn_k"), {dim, kv_dim}, "[dim, n_kv_heads*head_dim]");
+  l.attn_v = check.expect(name("attn_v"), {dim, kv_dim}, "[dim, n_kv_heads*head_dim]");
+  l.attn_output = check.expect(name("attn_output"), {q_dim, dim}, "[n_heads*head_dim, dim]");
+  l.attn_q_norm = check.expect(name("attn_q_norm"), {c.head_dim}, "[head_dim]");
+  l.attn_k_norm = check.expect(name("attn_k_norm"), {c.head_dim}, "[head_dim]");
+}
+
+// The FFN of layer i: dense SwiGLU, or router + experts (+ shared expert) (§6.6).
+void expect_ffn(TensorChecker& check, const ModelConfig& c, uint32_t i, LayerWeights& l) {
+  const uint64_t dim = c.dim;
+  const auto name = [&](std::string_view role) { return layer_tensor_name(i, role); };
+  if (!c.moe) {
+    const uint64_t ffn = c.ffn_dim;
+    l.ffn_gate = check.expect(name("ffn_gate"), {dim, ffn}, "[dim, ffn_dim]");
+    l.ffn_up = check.expect(name("ffn_up"), {dim, ffn}, "[dim, ffn_dim]");
+    l.ffn_down = check.expect(name("ffn_down"), {ffn, dim}, "[ffn_dim, dim]");
+    return;
   }
+  const uint64_t e = c.moe->n_experts, f = c.moe->expert_ffn_dim, s = c.moe->shared_ffn_dim;
+  l.ffn_gate_inp = check.expect(name("ffn_gate_inp"), {dim, e}, "[dim, expert_count]");
+  l.ffn_gate_exps = check.expect(name("ffn_gate_exps"), {dim, f, e},
+                                 "[dim, expert_feed_forward_length, expert_count]");
+  l.ffn_up_exps = check.expect(name("ffn_up_exps"), {dim, f, e},
+                               "[dim, expert_feed_forward_length, expert_count]");
+  l.ffn_down_exps = check.expect(name("ffn_down_exps"), {f, dim, e},
+                                 "[expert_feed_forward_length, dim, expert_count]");
+  if (s == 0) return;
+  l.ffn_gate_shexp =
+      check.expect(name("ffn_gate_shexp"), {dim, s}, "[dim, expert_shared_feed_forward_length]");
+  l.ffn_up_shexp =
+      check.expect(name("ffn_up_shexp"), {dim, s}, "[dim, expert_shared_feed_forward_length]");
+  l.ffn_down_shexp =
+      check.expect(name("ffn_down_shexp"), {s, dim}, "[expert_shared_feed_forward_length, dim]");
+  l.ffn_gate_inp_shexp = check.expect(name("ffn_gate_inp_shexp"), {dim}, "[dim]");
+}
+
+}  // namespace
+
+ModelWeights ModelWeights::from_gguf(const GgufFile& file, const ModelConfig& c) {
   TensorChecker check(file);
-  const uint64_t dim = c.dim, q_dim = c.q_dim(), kv_dim = c.kv_dim(), ffn = c.ffn_dim;
+  const uint64_t dim = c.dim;
   ModelWeights w;
   w.token_embd = check.expect("token_embd.weight", {dim, c.vocab_size}, "[dim, vocab]");
   w.output_norm = check.expect("output_norm.weight", {dim}, "[dim]");
   w.output = c.tied_output ? w.token_embd
                            : check.expect("output.weight", {dim, c.vocab_size}, "[dim, vocab]");
   w.layers.resize(c.n_layers);
+  // qwen35* name the pre-FFN norm post_attention_norm (§6.3).
+  const std::string_view ffn_norm = c.hybrid ? "post_attention_norm" : "ffn_norm";
   for (uint32_t i = 0; i < c.n_layers; ++i) {
     LayerWeights& l = w.layers[i];
-    const auto name = [&](std::string_view role) { return layer_tensor_name(i, role); };
-    l.attn_norm = check.expect(name("attn_norm"), {dim}, "[dim]");
-    l.attn_q = check.expect(name("attn_q"), {dim, q_dim}, "[dim, n_heads*head_dim]");
-    l.attn_k = check.expect(name("attn_k"), {dim, kv_dim}, "[dim, n_kv_heads*head_dim]");
-    l.attn_v = check.expect(name("attn_v"), {dim, kv_dim}, "[dim, n_kv_heads*head_dim]");
-    l.attn_output = check.expect(name("attn_output"), {q_dim, dim}, "[n_heads*head_dim, dim]");
-    l.attn_q_norm = check.expect(name("attn_q_norm"), {c.head_dim}, "[head_dim]");
-    l.attn_k_norm = check.expect(name("attn_k_norm"), {c.head_dim}, "[head_dim]");
-    l.ffn_norm = check.expect(name("ffn_norm"), {dim}, "[dim]");
-    l.ffn_gate = check.expect(name("ffn_gate"), {dim, ffn}, "[dim, ffn_dim]");
-    l.ffn_up = check.expect(name("ffn_up"), {dim, ffn}, "[dim, ffn_dim]");
-    l.ffn_down = check.expect(name("ffn_down"), {ffn, dim}, "[ffn_dim, dim]");
+    l.attn_norm = check.expect(layer_tensor_name(i, "attn_norm"), {dim}, "[dim]");
+    if (c.is_recurrent(i)) {
+      expect_gdn(check, c, i, l);
+    } else {
+      expect_attention(check, c, i, l);
+    }
+    l.ffn_norm = check.expect(layer_tensor_name(i, ffn_norm), {dim}, "[dim]");
+    expect_ffn(check, c, i, l);
   }
-  check.check_no_extra(arch_name(c.arch));
+  const uint32_t n_blocks = c.n_layers + (c.hybrid ? c.hybrid->n_nextn_layers : 0);
+  check.check_no_extra(arch_name(c.arch), c.n_layers, n_blocks);
   return w;
 }
 
