@@ -69,6 +69,8 @@ TEST_CASE("VALU 32-bit integer ops are bit-exact") {
           {"v_and_or_b32 v0, v1, v2, v3", 0xff, 0x0f, 0x100, 0x10f},
           {"v_bfe_u32 v0, v1, 4, 8", 0x12345678, 0, 0, 0x67},
           {"v_bfe_i32 v0, v1, 4, 4", 0x000000f0, 0, 0, 0xffffffff},
+          {"v_bfe_i32 v0, v1, 28, 8", 0xf0000000, 0, 0, 0xffffffff},  // field past bit 31
+          {"v_bfe_i32 v0, v1, v2, v3", 0x00000500, 8, 3, 0xfffffffd},
           {"v_bfi_b32 v0, v1, v2, v3", 0xffff0000, 0x12345678, 0x9abcdef0, 0x1234def0},
           {"v_alignbit_b32 v0, v1, v2, 8", 0x000000ab, 0x12345678, 0, 0xab123456},
           {"v_perm_b32 v0, v1, v2, v3", 0x44332211, 0x88776655, 0x0c000704, 0x00554411},

@@ -251,10 +251,11 @@ void register_valu(Registry& r) {
             return std::popcount(lo(a)) + lo(b));
   UGRAD_VOP(r, "v_bfe_u32", B32, B32, B32, B32, 3, Normal, u32 off = b & 31, w = c & 31;
             return w ? (lo(a) >> off) & ((1ull << w) - 1) : 0);
+  // v_bfe_i32: (S0 >> off, arithmetic) & mask(width), sign-extended from bit width-1; width 0
+  // gives 0 (as LLVM folds llvm.amdgcn.sbfe).
   UGRAD_VOP(r, "v_bfe_i32", B32, B32, B32, B32, 3, Normal, u32 off = b & 31, w = c & 31;
-            if (!w) return 0;
-            i32 v = static_cast<i32>(lo(a) << (32 - off - w > 31 ? 0 : 32 - off - w));
-            if (off + w > 32) v = slo(a); return lo(sx(v >> (32 - w))));
+            if (!w) return 0; u32 x = static_cast<u32>(slo(a) >> off) & ((1u << w) - 1);
+            if (x >> (w - 1) & 1) x |= ~0u << w; return x);
   UGRAD_VOP(r, "v_bfi_b32", B32, B32, B32, B32, 3, Normal, return (a & b) | (~a & c & 0xffffffffu));
   UGRAD_VOP(r, "v_bfm_b32", B32, B32, B32, B32, 2, Normal,
             return lo(((1ull << (a & 31)) - 1) << (b & 31)));
