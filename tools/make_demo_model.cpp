@@ -1,11 +1,13 @@
-// make_demo_model: writes a small Qwen3-architecture GGUF with seeded random weights (meaningless
-// output; labelled so in its metadata). With --vocab it carries the real Qwen3 vocabulary from
-// scripts/tokenizer_reference.sh's qwen3_vocab.txt, so `llm` can tokenize and chat with it.
+// make_demo_model: writes a small Qwen-family GGUF (qwen3, qwen3moe, qwen35 hybrid, qwen35moe) with
+// seeded random weights (meaningless output; labelled so in its metadata). With --vocab it carries
+// the real Qwen3 vocabulary from scripts/tokenizer_reference.sh's qwen3_vocab.txt, so `llm` can
+// tokenize and chat with it.
 #include <fmt/format.h>
 
 #include <charconv>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -21,9 +23,10 @@ using namespace ugrad::llm;
 
 constexpr std::string_view kUsage = R"(usage: make_demo_model -o OUT.gguf [options]
 
-Writes a Qwen3-architecture GGUF with seeded random weights. Its output is meaningless.
+Writes a Qwen-family GGUF with seeded random weights. Its output is meaningless.
 
   -o, --output PATH       file to write (required)
+  --arch NAME             qwen3 (default), qwen3moe, qwen35 (Gated DeltaNet hybrid), qwen35moe
   --type NAME             matrix type: F32, F16, Q8_0, Q4_K, IQ4_XS, ... (default F32);
                           norms stay F32
   --layers N              transformer blocks (default 2)
@@ -41,6 +44,22 @@ Writes a Qwen3-architecture GGUF with seeded random weights. Its output is meani
                           (BUILD/tokenizer_ref/qwen3_vocab.txt); default: a tiny synthetic one
   --chat-template PATH    file whose text becomes tokenizer.chat_template
   -h, --help              this text
+
+qwen35 / qwen35moe:
+  --rot N                 rotated dims per head (default head-dim / 4)
+  --interval N            full_attention_interval: layer i is full attention iff (i+1) % N == 0
+                          (default 4)
+  --conv-kernel N         causal conv taps (default 4)
+  --ssm-key-heads N       H_k (default 2)
+  --ssm-value-heads N     H_v, a multiple of H_k (default 4)
+  --ssm-key-dim N         d_k (default 16)
+  --ssm-value-dim N       d_v (default 16)
+  --nextn N               MTP tail blocks, written and skipped by readers (default 0)
+qwen3moe / qwen35moe:
+  --experts N             experts (default 8)
+  --experts-used N        experts per token (default 2)
+  --expert-ffn N          expert width (default 32)
+  --shared-ffn N          shared expert width, qwen35moe only (default 32)
 
 Quantized types need dim, heads*head-dim and ffn to be multiples of the type's block size
 (32 for Q8_0, 256 for Q4_K and IQ4_XS).
@@ -93,6 +112,34 @@ int run(int argc, char** argv) {
     const std::string_view value = argv[++i];
     if (flag == "-o" || flag == "--output") {
       output = value;
+    } else if (flag == "--arch") {
+      const std::optional<ModelArch> arch = parse_arch(value);
+      if (!arch) fail("--arch: unknown architecture '{}'", value);
+      o.arch = *arch;
+    } else if (flag == "--rot") {
+      o.n_rot = parse_u32(flag, value);
+    } else if (flag == "--interval") {
+      o.full_attention_interval = parse_u32(flag, value);
+    } else if (flag == "--conv-kernel") {
+      o.conv_kernel = parse_u32(flag, value);
+    } else if (flag == "--ssm-key-heads") {
+      o.ssm_key_heads = parse_u32(flag, value);
+    } else if (flag == "--ssm-value-heads") {
+      o.ssm_value_heads = parse_u32(flag, value);
+    } else if (flag == "--ssm-key-dim") {
+      o.ssm_key_head_dim = parse_u32(flag, value);
+    } else if (flag == "--ssm-value-dim") {
+      o.ssm_value_head_dim = parse_u32(flag, value);
+    } else if (flag == "--nextn") {
+      o.nextn_layers = parse_u32(flag, value);
+    } else if (flag == "--experts") {
+      o.n_experts = parse_u32(flag, value);
+    } else if (flag == "--experts-used") {
+      o.n_experts_used = parse_u32(flag, value);
+    } else if (flag == "--expert-ffn") {
+      o.expert_ffn_dim = parse_u32(flag, value);
+    } else if (flag == "--shared-ffn") {
+      o.shared_ffn_dim = parse_u32(flag, value);
     } else if (flag == "--type") {
       o.weight_type = parse_type(value);
     } else if (flag == "--layers") {
@@ -134,10 +181,25 @@ int run(int argc, char** argv) {
   const ModelConfig c = ModelConfig::from_gguf(file);
   ModelWeights::from_gguf(file, c);
   fmt::print(
-      "wrote {}: qwen3, {} layers, dim {}, {}/{} heads of {}, ffn {}, vocab {}, {} weights, "
+      "wrote {}: {}, {} layers, dim {}, {}/{} heads of {}, ffn {}, vocab {}, {} weights, "
       "seed {}\n",
-      output, c.n_layers, c.dim, c.n_heads, c.n_kv_heads, c.head_dim, c.ffn_dim, c.vocab_size,
-      format_of(o.weight_type).name, o.seed);
+      output, arch_name(c.arch), c.n_layers, c.dim, c.n_heads, c.n_kv_heads, c.head_dim, c.ffn_dim,
+      c.vocab_size, format_of(o.weight_type).name, o.seed);
+  if (c.hybrid) {
+    uint32_t n_recurrent = 0;
+    for (uint32_t i = 0; i < c.n_layers; ++i) n_recurrent += c.is_recurrent(i) ? 1 : 0;
+    fmt::print(
+        "  hybrid: {} Gated DeltaNet + {} full-attention layers (+{} MTP skipped), rot {}, conv "
+        "{}, "
+        "H_k {} x d_k {}, H_v {} x d_v {}\n",
+        n_recurrent, c.n_layers - n_recurrent, c.hybrid->n_nextn_layers, c.n_rot,
+        c.hybrid->conv_kernel, c.hybrid->n_key_heads, c.hybrid->key_head_dim,
+        c.hybrid->n_value_heads, c.hybrid->value_head_dim());
+  }
+  if (c.moe) {
+    fmt::print("  moe: {} experts, {} used, expert ffn {}, shared ffn {}\n", c.moe->n_experts,
+               c.moe->n_experts_used, c.moe->expert_ffn_dim, c.moe->shared_ffn_dim);
+  }
   return 0;
 }
 

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <numbers>
 #include <span>
@@ -24,6 +25,11 @@ constexpr double kNormJitter = 0.1;  // norm weights are 1 +- this, so a skipped
 constexpr uint64_t kSplitMixGamma = 0x9e3779b97f4a7c15ull;
 constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;
 constexpr uint64_t kFnvPrime = 0x100000001b3ull;
+// ssm_a = -exp(A_log) with A_log ~ normal(0.5, 0.5): decays exp(g) spread over (0, 1).
+constexpr double kALogMean = 0.5, kALogStd = 0.5;
+// Qwen3.5's rotary dims and MRoPE sections (§6.2, §7.2).
+constexpr uint32_t kQwen35Rot = 64;
+constexpr std::array<int32_t, 4> kQwen35Sections = {11, 11, 10, 0};
 
 // llama_ftype written as general.file_type (informational; §1.4). A file of one matrix type is
 // labelled with the ftype of that type.
@@ -108,7 +114,42 @@ void check_options(const DemoModelOptions& o, size_t n_tokens) {
   check_blocks("dim (input of attn_q/k/v, ffn_gate/up, rows of token_embd)", o.dim, o.weight_type);
   check_blocks("n_heads*head_dim (input of attn_output)", uint64_t{o.n_heads} * o.head_dim,
                o.weight_type);
-  check_blocks("ffn_dim (input of ffn_down)", o.ffn_dim, o.weight_type);
+  const bool moe = o.arch == ModelArch::kQwen3Moe || o.arch == ModelArch::kQwen35Moe;
+  if (!moe) check_blocks("ffn_dim (input of ffn_down)", o.ffn_dim, o.weight_type);
+  if (moe) {
+    check_positive("n_experts", o.n_experts);
+    check_positive("n_experts_used", o.n_experts_used);
+    check_positive("expert_ffn_dim", o.expert_ffn_dim);
+    if (o.n_experts_used > o.n_experts) {
+      fail("demo model: n_experts_used = {} exceeds n_experts = {}", o.n_experts_used, o.n_experts);
+    }
+    check_blocks("expert_ffn_dim (input of ffn_down_exps)", o.expert_ffn_dim, o.weight_type);
+    if (o.arch == ModelArch::kQwen35Moe) {
+      check_positive("shared_ffn_dim", o.shared_ffn_dim);
+      check_blocks("shared_ffn_dim (input of ffn_down_shexp)", o.shared_ffn_dim, o.weight_type);
+    }
+  }
+  if (o.arch == ModelArch::kQwen35 || o.arch == ModelArch::kQwen35Moe) {
+    check_positive("full_attention_interval", o.full_attention_interval);
+    check_positive("conv_kernel", o.conv_kernel);
+    check_positive("ssm_key_heads", o.ssm_key_heads);
+    check_positive("ssm_value_heads", o.ssm_value_heads);
+    check_positive("ssm_key_head_dim", o.ssm_key_head_dim);
+    check_positive("ssm_value_head_dim", o.ssm_value_head_dim);
+    if (o.ssm_value_heads % o.ssm_key_heads != 0) {
+      fail("demo model: ssm_value_heads = {} is not a multiple of ssm_key_heads = {}",
+           o.ssm_value_heads, o.ssm_key_heads);
+    }
+    const uint32_t n_rot = o.n_rot ? o.n_rot : o.head_dim / 4;
+    if (n_rot == 0 || n_rot % 2 != 0 || n_rot > o.head_dim) {
+      fail("demo model: n_rot = {} must be even, positive and at most head_dim = {}", n_rot,
+           o.head_dim);
+    }
+    check_blocks("ssm_value_heads*ssm_value_head_dim (input of ssm_out)",
+                 uint64_t{o.ssm_value_heads} * o.ssm_value_head_dim, o.weight_type);
+  } else if (o.arch != ModelArch::kQwen3 && o.arch != ModelArch::kQwen3Moe) {
+    internal_error("demo model: unknown ModelArch {}", static_cast<int>(o.arch));
+  }
 }
 
 // Adds a tensor of normal(mean, std) values in `type`, generated and quantized row by row so a
@@ -127,6 +168,17 @@ void add_random(GgufWriter& w, const std::string& name, std::vector<uint64_t> di
     quantize(type, row, std::span<uint8_t>(bytes).subspan(r * row_size, row_size));
   }
   w.add_tensor(name, std::move(dims), type, std::move(bytes));
+}
+
+// Adds an F32 tensor of `n` values f(normal(0, 1)), seeded by its name.
+template <typename F>
+void add_f32(GgufWriter& w, const std::string& name, uint64_t n, uint64_t seed, F f) {
+  Rng rng = tensor_rng(seed, name);
+  std::vector<float> values(n);
+  for (float& v : values) v = static_cast<float>(f(rng.normal()));
+  std::vector<uint8_t> bytes(n * sizeof(float));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  w.add_tensor(name, {n}, GgmlType::F32, std::move(bytes));
 }
 
 void add_norm(GgufWriter& w, const std::string& name, uint64_t n, uint64_t seed) {
@@ -269,58 +321,171 @@ VocabData read_vocab_text(const std::string& path) {
   return v;
 }
 
+namespace {
+
+// Scales keep activations O(1): a projection's std is 1/sqrt(fan_in) (its inputs are
+// RMS-normalised), embeddings 1/sqrt(dim) so tied logits start near unit variance.
+double fan_in_std(uint64_t fan_in) { return 1.0 / std::sqrt(double(fan_in)); }
+
+// Full attention of one block: qwen3's, or qwen35's per-head [q | gate] projection (§6.3).
+void add_attention(GgufWriter& w, const DemoModelOptions& o, uint32_t i, bool gated) {
+  const uint64_t dim = o.dim, q_dim = uint64_t{o.n_heads} * o.head_dim,
+                 kv_dim = uint64_t{o.n_kv_heads} * o.head_dim;
+  const GgmlType wt = o.weight_type;
+  const auto name = [&](std::string_view role) { return layer_tensor_name(i, role); };
+  add_random(w, name("attn_q"), {dim, (gated ? 2 : 1) * q_dim}, wt, 0.0, fan_in_std(dim), o.seed);
+  add_random(w, name("attn_k"), {dim, kv_dim}, wt, 0.0, fan_in_std(dim), o.seed);
+  add_random(w, name("attn_v"), {dim, kv_dim}, wt, 0.0, fan_in_std(dim), o.seed);
+  add_random(w, name("attn_output"), {q_dim, dim}, wt, 0.0, fan_in_std(q_dim), o.seed);
+  add_norm(w, name("attn_q_norm"), o.head_dim, o.seed);
+  add_norm(w, name("attn_k_norm"), o.head_dim, o.seed);
+}
+
+// Gated DeltaNet tensors of one block (§6.3). The conv taps, dt_bias and ssm_a stay F32 as in
+// llama.cpp's files; ssm_a = -exp(A_log) is negative, as the converter writes it.
+void add_gdn(GgufWriter& w, const DemoModelOptions& o, uint32_t i) {
+  const uint64_t dim = o.dim, hv = o.ssm_value_heads;
+  const uint64_t value_dim = hv * o.ssm_value_head_dim;
+  const uint64_t conv_dim = 2 * uint64_t{o.ssm_key_heads} * o.ssm_key_head_dim + value_dim;
+  const GgmlType wt = o.weight_type;
+  const auto name = [&](std::string_view role) { return layer_tensor_name(i, role); };
+  add_random(w, name("attn_qkv"), {dim, conv_dim}, wt, 0.0, fan_in_std(dim), o.seed);
+  add_random(w, name("attn_gate"), {dim, value_dim}, wt, 0.0, fan_in_std(dim), o.seed);
+  add_random(w, name("ssm_conv1d"), {o.conv_kernel, conv_dim}, GgmlType::F32, 0.0,
+             fan_in_std(o.conv_kernel), o.seed);
+  add_f32(w, fmt::format("blk.{}.ssm_dt.bias", i), hv, o.seed, [](double r) { return r; });
+  add_f32(w, fmt::format("blk.{}.ssm_a", i), hv, o.seed,
+          [](double r) { return -std::exp(kALogMean + kALogStd * r); });
+  add_random(w, name("ssm_beta"), {dim, hv}, wt, 0.0, fan_in_std(dim), o.seed);
+  add_random(w, name("ssm_alpha"), {dim, hv}, wt, 0.0, fan_in_std(dim), o.seed);
+  add_norm(w, name("ssm_norm"), o.ssm_value_head_dim, o.seed);
+  add_random(w, name("ssm_out"), {value_dim, dim}, wt, 0.0, fan_in_std(value_dim), o.seed);
+}
+
+// Dense SwiGLU, or router + experts (+ shared expert and its gate for qwen35moe) (§6.6).
+void add_ffn(GgufWriter& w, const DemoModelOptions& o, uint32_t i) {
+  const uint64_t dim = o.dim;
+  const GgmlType wt = o.weight_type;
+  const auto name = [&](std::string_view role) { return layer_tensor_name(i, role); };
+  if (o.arch == ModelArch::kQwen3 || o.arch == ModelArch::kQwen35) {
+    const uint64_t ffn = o.ffn_dim;
+    add_random(w, name("ffn_gate"), {dim, ffn}, wt, 0.0, fan_in_std(dim), o.seed);
+    add_random(w, name("ffn_up"), {dim, ffn}, wt, 0.0, fan_in_std(dim), o.seed);
+    add_random(w, name("ffn_down"), {ffn, dim}, wt, 0.0, fan_in_std(ffn), o.seed);
+    return;
+  }
+  const uint64_t e = o.n_experts, f = o.expert_ffn_dim, s = o.shared_ffn_dim;
+  add_random(w, name("ffn_gate_inp"), {dim, e}, GgmlType::F32, 0.0, fan_in_std(dim), o.seed);
+  add_random(w, name("ffn_gate_exps"), {dim, f, e}, wt, 0.0, fan_in_std(dim), o.seed);
+  add_random(w, name("ffn_up_exps"), {dim, f, e}, wt, 0.0, fan_in_std(dim), o.seed);
+  add_random(w, name("ffn_down_exps"), {f, dim, e}, wt, 0.0, fan_in_std(f), o.seed);
+  if (o.arch != ModelArch::kQwen35Moe) return;
+  add_random(w, name("ffn_gate_shexp"), {dim, s}, wt, 0.0, fan_in_std(dim), o.seed);
+  add_random(w, name("ffn_up_shexp"), {dim, s}, wt, 0.0, fan_in_std(dim), o.seed);
+  add_random(w, name("ffn_down_shexp"), {s, dim}, wt, 0.0, fan_in_std(s), o.seed);
+  add_random(w, name("ffn_gate_inp_shexp"), {dim}, GgmlType::F32, 0.0, fan_in_std(dim), o.seed);
+}
+
+// An MTP block (§6.3): a full-attention block plus the nextn projection and norms. Readers skip
+// it; it is here so that they are tested to.
+void add_mtp_block(GgufWriter& w, const DemoModelOptions& o, uint32_t i) {
+  const uint64_t dim = o.dim;
+  add_norm(w, layer_tensor_name(i, "attn_norm"), dim, o.seed);
+  add_attention(w, o, i, /*gated=*/true);
+  add_norm(w, layer_tensor_name(i, "post_attention_norm"), dim, o.seed);
+  add_ffn(w, o, i);
+  add_random(w, layer_tensor_name(i, "nextn.eh_proj"), {2 * dim, dim}, o.weight_type, 0.0,
+             fan_in_std(2 * dim), o.seed);
+  add_norm(w, layer_tensor_name(i, "nextn.enorm"), dim, o.seed);
+  add_norm(w, layer_tensor_name(i, "nextn.hnorm"), dim, o.seed);
+}
+
+// The {arch}.* keys of the hybrid and MoE architectures (§6.2).
+void write_arch_keys(GgufWriter& w, const DemoModelOptions& o, std::string_view arch) {
+  const auto key = [&](std::string_view suffix) { return fmt::format("{}.{}", arch, suffix); };
+  const bool hybrid = o.arch == ModelArch::kQwen35 || o.arch == ModelArch::kQwen35Moe;
+  if (o.arch == ModelArch::kQwen3Moe || o.arch == ModelArch::kQwen35Moe) {
+    w.set_u32(key("expert_count"), o.n_experts);
+    w.set_u32(key("expert_used_count"), o.n_experts_used);
+    w.set_u32(key("expert_feed_forward_length"), o.expert_ffn_dim);
+    if (o.arch == ModelArch::kQwen35Moe) {
+      w.set_u32(key("expert_shared_feed_forward_length"), o.shared_ffn_dim);
+    }
+  } else {
+    w.set_u32(key("feed_forward_length"), o.ffn_dim);
+  }
+  if (!hybrid) return;
+  const uint32_t n_rot = o.n_rot ? o.n_rot : o.head_dim / 4;
+  w.set_u32(key("rope.dimension_count"), n_rot);
+  // MRoPE sections (required by llama.cpp's loader); for text every pair rotates as plain NEOX,
+  // so the demo puts all n_rot/2 pairs in the first section unless the shape is Qwen3.5's.
+  const std::array<int32_t, 4> sections =
+      n_rot == kQwen35Rot ? kQwen35Sections : std::array<int32_t, 4>{int32_t(n_rot / 2), 0, 0, 0};
+  w.set_array(key("rope.dimension_sections"), std::span<const int32_t>(sections));
+  w.set_u32(key("full_attention_interval"), o.full_attention_interval);
+  w.set_u32(key("ssm.conv_kernel"), o.conv_kernel);
+  w.set_u32(key("ssm.state_size"), o.ssm_key_head_dim);
+  w.set_u32(key("ssm.group_count"), o.ssm_key_heads);
+  w.set_u32(key("ssm.time_step_rank"), o.ssm_value_heads);
+  w.set_u32(key("ssm.inner_size"), o.ssm_value_heads * o.ssm_value_head_dim);
+  if (o.nextn_layers > 0) w.set_u32(key("nextn_predict_layers"), o.nextn_layers);
+}
+
+}  // namespace
+
 GgufWriter build_demo_model(const DemoModelOptions& o) {
   const VocabData vocab = o.vocab ? *o.vocab : synthetic_vocab();
   check_options(o, vocab.tokens.size());
   const uint64_t n_vocab = o.vocab_size ? o.vocab_size : vocab.tokens.size();
-  const uint64_t dim = o.dim, q_dim = uint64_t{o.n_heads} * o.head_dim,
-                 kv_dim = uint64_t{o.n_kv_heads} * o.head_dim, ffn = o.ffn_dim;
+  const uint64_t dim = o.dim;
   const GgmlType wt = o.weight_type;
-  const std::string_view arch = arch_name(ModelArch::kQwen3);
+  const std::string_view arch = arch_name(o.arch);
+  const bool hybrid = o.arch == ModelArch::kQwen35 || o.arch == ModelArch::kQwen35Moe;
+  const uint32_t n_blocks = o.n_layers + (hybrid ? o.nextn_layers : 0);
   const auto key = [&](std::string_view suffix) { return fmt::format("{}.{}", arch, suffix); };
 
   GgufWriter w;
   w.set_string("general.architecture", arch);
   w.set_string("general.type", "model");
-  w.set_string("general.name", fmt::format("ugrad demo qwen3 {}L-{}d {} (random weights)",
+  w.set_string("general.name", fmt::format("ugrad demo {} {}L-{}d {} (random weights)", arch,
                                            o.n_layers, o.dim, format_of(wt).name));
   w.set_string("general.description",
-               "ugrad demo: random weights, meaningless output. Written by ugrad's "
-               "make_demo_model to exercise the Qwen3 code path; not a trained model.");
+               fmt::format("ugrad demo: random weights, meaningless output. Written by ugrad's "
+                           "make_demo_model to exercise the {} code path; not a trained model.",
+                           o.arch == ModelArch::kQwen3 ? std::string_view("Qwen3") : arch));
   w.set_u32("general.quantization_version", kGgmlQuantizationVersion);
   for (const auto& [type, ftype] : kFileTypes) {
     if (type == wt) w.set_u32("general.file_type", ftype);
   }
-  w.set_u32(key("block_count"), o.n_layers);
+  w.set_u32(key("block_count"), n_blocks);
   w.set_u32(key("context_length"), o.context_length);
   w.set_u32(key("embedding_length"), o.dim);
-  w.set_u32(key("feed_forward_length"), o.ffn_dim);
+  if (o.arch == ModelArch::kQwen3) {
+    w.set_u32(key("feed_forward_length"), o.ffn_dim);
+  }
   w.set_u32(key("attention.head_count"), o.n_heads);
   w.set_u32(key("attention.head_count_kv"), o.n_kv_heads);
   w.set_u32(key("attention.key_length"), o.head_dim);
   w.set_u32(key("attention.value_length"), o.head_dim);
   w.set_f32(key("rope.freq_base"), o.rope_theta);
   w.set_f32(key("attention.layer_norm_rms_epsilon"), o.rms_eps);
+  if (o.arch != ModelArch::kQwen3) write_arch_keys(w, o, arch);
   write_tokenizer(w, vocab, o);
 
-  // Scales keep activations O(1): a projection's std is 1/sqrt(fan_in) (its inputs are
-  // RMS-normalised), embeddings 1/sqrt(dim) so tied logits start near unit variance.
-  const auto fan_in_std = [](uint64_t fan_in) { return 1.0 / std::sqrt(double(fan_in)); };
   add_random(w, "token_embd.weight", {dim, n_vocab}, wt, 0.0, fan_in_std(dim), o.seed);
+  // qwen35* name the pre-FFN norm post_attention_norm (§6.3).
+  const std::string_view ffn_norm = hybrid ? "post_attention_norm" : "ffn_norm";
   for (uint32_t i = 0; i < o.n_layers; ++i) {
-    const auto name = [&](std::string_view role) { return layer_tensor_name(i, role); };
-    add_norm(w, name("attn_norm"), dim, o.seed);
-    add_random(w, name("attn_q"), {dim, q_dim}, wt, 0.0, fan_in_std(dim), o.seed);
-    add_random(w, name("attn_k"), {dim, kv_dim}, wt, 0.0, fan_in_std(dim), o.seed);
-    add_random(w, name("attn_v"), {dim, kv_dim}, wt, 0.0, fan_in_std(dim), o.seed);
-    add_random(w, name("attn_output"), {q_dim, dim}, wt, 0.0, fan_in_std(q_dim), o.seed);
-    add_norm(w, name("attn_q_norm"), o.head_dim, o.seed);
-    add_norm(w, name("attn_k_norm"), o.head_dim, o.seed);
-    add_norm(w, name("ffn_norm"), dim, o.seed);
-    add_random(w, name("ffn_gate"), {dim, ffn}, wt, 0.0, fan_in_std(dim), o.seed);
-    add_random(w, name("ffn_up"), {dim, ffn}, wt, 0.0, fan_in_std(dim), o.seed);
-    add_random(w, name("ffn_down"), {ffn, dim}, wt, 0.0, fan_in_std(ffn), o.seed);
+    add_norm(w, layer_tensor_name(i, "attn_norm"), dim, o.seed);
+    if (hybrid && (i + 1) % o.full_attention_interval != 0) {
+      add_gdn(w, o, i);
+    } else {
+      add_attention(w, o, i, hybrid);
+    }
+    add_norm(w, layer_tensor_name(i, ffn_norm), dim, o.seed);
+    add_ffn(w, o, i);
   }
+  for (uint32_t i = o.n_layers; i < n_blocks; ++i) add_mtp_block(w, o, i);
   add_norm(w, "output_norm.weight", dim, o.seed);
   if (!o.tied_output) {
     add_random(w, "output.weight", {dim, n_vocab}, wt, 0.0, fan_in_std(dim), o.seed);

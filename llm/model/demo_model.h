@@ -1,13 +1,15 @@
-// Writes small Qwen3-architecture GGUF models with seeded random weights, for tests and for the
-// README's demo. They carry the metadata llama.cpp's converter writes for qwen3
-// (../shared/ref/gguf-quants-qwen.md §5.1, §8.1) and say in general.name/description that their
-// output is meaningless.
+// Writes small Qwen-family GGUF models with seeded random weights, for tests and for the README's
+// demo: qwen3 (dense), qwen3moe, qwen35 (Gated DeltaNet hybrid) and qwen35moe. They carry the
+// metadata and tensors llama.cpp's converter writes for the architecture
+// (../shared/ref/gguf-quants-qwen.md §5.1, §6.2-6.3, §8.1) and say in general.name/description that
+// their output is meaningless.
 #pragma once
 #include <cstdint>
 #include <optional>
 #include <string>
 
 #include "llm/gguf/writer.h"
+#include "llm/model/config.h"
 #include "llm/quant/formats.h"
 #include "llm/tokenizer/vocab.h"
 
@@ -15,6 +17,8 @@ namespace ugrad::llm {
 
 /// Shape, weight type and vocabulary of a demo model.
 struct DemoModelOptions {
+  ModelArch arch = ModelArch::kQwen3;
+  /// Trunk layers (qwen35*: not counting the MTP tail, see nextn_layers).
   uint32_t n_layers = 2;
   uint32_t dim = 64;
   uint32_t n_heads = 4;
@@ -31,6 +35,26 @@ struct DemoModelOptions {
   /// No output.weight: logits use token_embd (as Qwen3-0.6B/1.7B/4B).
   bool tied_output = true;
   uint64_t seed = 0;
+
+  // qwen35 / qwen35moe only.
+  /// Rotated dims per head; 0 means head_dim / 4 (Qwen3.5's partial_rotary_factor 0.25).
+  uint32_t n_rot = 0;
+  /// Layer i is full attention iff (i + 1) % full_attention_interval == 0.
+  uint32_t full_attention_interval = 4;
+  uint32_t conv_kernel = 4;          // ssm.conv_kernel
+  uint32_t ssm_key_heads = 2;        // H_k (ssm.group_count)
+  uint32_t ssm_value_heads = 4;      // H_v (ssm.time_step_rank); a multiple of H_k
+  uint32_t ssm_key_head_dim = 16;    // d_k (ssm.state_size)
+  uint32_t ssm_value_head_dim = 16;  // d_v (ssm.inner_size / H_v)
+  /// MTP blocks appended after the trunk (nextn_predict_layers); readers skip them.
+  uint32_t nextn_layers = 0;
+
+  // qwen3moe / qwen35moe only. The router and the shared-expert gate stay F32.
+  uint32_t n_experts = 8;
+  uint32_t n_experts_used = 2;
+  uint32_t expert_ffn_dim = 32;
+  /// Shared expert width (qwen35moe); qwen3moe has none.
+  uint32_t shared_ffn_dim = 32;
   /// nullopt: the synthetic byte-level vocabulary (synthetic_vocab()).
   std::optional<VocabData> vocab;
   /// Written as tokenizer.chat_template when not empty.
