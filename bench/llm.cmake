@@ -1,0 +1,1 @@
+ugrad_bench(bench_qwen3 SOURCES bench_qwen3.cpp DEPS ugrad_llm openblas)
