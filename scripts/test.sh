@@ -16,7 +16,7 @@ stamp "Release tests"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
 stamp "ASan+UBSan build"
-bash scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUGRAD_SANITIZE=ON -DUGRAD_BUILD_BENCH=OFF
+bash scripts/build.sh build-asan -DUGRAD_SANITIZE=ON -DUGRAD_BUILD_BENCH=OFF
 stamp "ASan+UBSan tests"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE slow
