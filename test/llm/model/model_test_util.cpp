@@ -96,6 +96,63 @@ ToyModel toy_qwen3(uint32_t n_layers, uint32_t dim, uint32_t n_heads, uint32_t n
   return m;
 }
 
+ToyModel toy_qwen35(const ToyQwen35Shape& s) {
+  ToyModel m;
+  const auto key = [](const char* suffix) { return fmt::format("qwen35.{}", suffix); };
+  m.metadata["general.architecture"] = std::string("qwen35");
+  m.metadata[key("block_count")] = s.n_layers;
+  m.metadata[key("context_length")] = uint32_t{256};
+  m.metadata[key("embedding_length")] = s.dim;
+  m.metadata[key("feed_forward_length")] = s.ffn_dim;
+  m.metadata[key("attention.head_count")] = s.n_heads;
+  m.metadata[key("attention.head_count_kv")] = s.n_kv_heads;
+  m.metadata[key("attention.key_length")] = s.head_dim;
+  m.metadata[key("attention.value_length")] = s.head_dim;
+  m.metadata[key("rope.dimension_count")] = s.n_rot;
+  m.metadata[key("rope.freq_base")] = 1e7f;
+  m.metadata[key("attention.layer_norm_rms_epsilon")] = 1e-6f;
+  m.metadata[key("full_attention_interval")] = s.interval;
+  m.metadata[key("ssm.conv_kernel")] = s.conv_kernel;
+  m.metadata[key("ssm.state_size")] = s.key_head_dim;
+  m.metadata[key("ssm.group_count")] = s.key_heads;
+  m.metadata[key("ssm.time_step_rank")] = s.value_heads;
+  m.metadata[key("ssm.inner_size")] = s.value_heads * s.value_head_dim;
+  m.metadata["tokenizer.ggml.tokens"] = std::to_string(s.vocab);
+  const uint64_t dim = s.dim, q_dim = uint64_t{s.n_heads} * s.head_dim,
+                 kv_dim = uint64_t{s.n_kv_heads} * s.head_dim, hv = s.value_heads;
+  const uint64_t value_dim = hv * s.value_head_dim;
+  const uint64_t conv_dim = 2 * uint64_t{s.key_heads} * s.key_head_dim + value_dim;
+  m.tensors.push_back({"token_embd.weight", {dim, s.vocab}});
+  m.tensors.push_back({"output_norm.weight", {dim}});
+  for (uint32_t i = 0; i < s.n_layers; ++i) {
+    const auto name = [&](const char* role) { return fmt::format("blk.{}.{}.weight", i, role); };
+    m.tensors.push_back({name("attn_norm"), {dim}});
+    if ((i + 1) % s.interval != 0) {
+      m.tensors.push_back({name("attn_qkv"), {dim, conv_dim}});
+      m.tensors.push_back({name("attn_gate"), {dim, value_dim}});
+      m.tensors.push_back({name("ssm_conv1d"), {s.conv_kernel, conv_dim}});
+      m.tensors.push_back({fmt::format("blk.{}.ssm_dt.bias", i), {hv}});
+      m.tensors.push_back({fmt::format("blk.{}.ssm_a", i), {hv}});
+      m.tensors.push_back({name("ssm_beta"), {dim, hv}});
+      m.tensors.push_back({name("ssm_alpha"), {dim, hv}});
+      m.tensors.push_back({name("ssm_norm"), {s.value_head_dim}});
+      m.tensors.push_back({name("ssm_out"), {value_dim, dim}});
+    } else {
+      m.tensors.push_back({name("attn_q"), {dim, 2 * q_dim}});
+      m.tensors.push_back({name("attn_k"), {dim, kv_dim}});
+      m.tensors.push_back({name("attn_v"), {dim, kv_dim}});
+      m.tensors.push_back({name("attn_output"), {q_dim, dim}});
+      m.tensors.push_back({name("attn_q_norm"), {s.head_dim}});
+      m.tensors.push_back({name("attn_k_norm"), {s.head_dim}});
+    }
+    m.tensors.push_back({name("post_attention_norm"), {dim}});
+    m.tensors.push_back({name("ffn_gate"), {dim, s.ffn_dim}});
+    m.tensors.push_back({name("ffn_up"), {dim, s.ffn_dim}});
+    m.tensors.push_back({name("ffn_down"), {s.ffn_dim, dim}});
+  }
+  return m;
+}
+
 std::string error_of(const std::function<void()>& fn) {
   try {
     fn();

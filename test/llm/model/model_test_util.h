@@ -41,6 +41,18 @@ ToyModel toy_qwen3(uint32_t n_layers = 2, uint32_t dim = 8, uint32_t n_heads = 2
                    uint32_t n_kv_heads = 1, uint32_t head_dim = 4, uint32_t ffn_dim = 12,
                    uint32_t vocab = 10);
 
+/// Sizes of a qwen35 toy (§6.2-6.3).
+struct ToyQwen35Shape {
+  uint32_t n_layers = 4, dim = 8, n_heads = 2, n_kv_heads = 1, head_dim = 4, n_rot = 2,
+           ffn_dim = 12, vocab = 10;
+  uint32_t interval = 2, conv_kernel = 3, key_heads = 1, value_heads = 2, key_head_dim = 4,
+           value_head_dim = 3;
+};
+
+/// A consistent qwen35 toy: every key of §6.2 (no MTP layers), zero tensors; layer i is full
+/// attention iff (i + 1) % interval == 0.
+ToyModel toy_qwen35(const ToyQwen35Shape& shape = {});
+
 /// The message of the Error `fn` throws, or "" if it throws nothing.
 std::string error_of(const std::function<void()>& fn);
 
