@@ -39,6 +39,11 @@ Qwen3Model::Qwen3Model(const GgufFile& file, int64_t max_context, const std::str
       max_context_(max_context),
       device_(device) {
   if (max_context < 1) fail("max context {} must be at least 1", max_context);
+  // ModelConfig also reads qwen3moe and the qwen35 hybrids, whose layers this model cannot run.
+  if (config_.arch != ModelArch::kQwen3) {
+    fail("model: architecture '{}' is not supported by the Qwen3 model yet",
+         arch_name(config_.arch));
+  }
   ModelWeights w = ModelWeights::from_gguf(file_, config_);
   token_embd_ = w.token_embd;
   auto load = [&](const GgufTensor* t) {
