@@ -264,5 +264,56 @@ TEST_CASE("config qwen35moe: expert counts are checked") {
         }).find("qwen35moe.expert_count' = 0") != std::string::npos);
 }
 
+TEST_CASE("demo qwen35: matrices take the weight type; conv, dt, ssm_a, norms, router stay F32") {
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_K}) {
+    INFO(format_of(type).name);
+    DemoModelOptions o;
+    o.arch = ModelArch::kQwen35Moe;
+    o.weight_type = type;
+    o.n_layers = 2;
+    o.full_attention_interval = 2;
+    if (format_of(type).block_size > 32) {
+      o.dim = o.ffn_dim = o.expert_ffn_dim = o.shared_ffn_dim = 256;
+      o.head_dim = 64;
+      o.ssm_value_head_dim = 64;
+    }
+    const GgufFile f = GgufFile::from_buffer(build_demo_model(o).to_bytes());
+    const ModelConfig c = ModelConfig::from_gguf(f);
+    ModelWeights::from_gguf(f, c);
+    for (const GgufTensor& t : f.tensors()) {
+      INFO(t.name);
+      const bool stays_f32 = t.dims.size() == 1 || t.name.find("ssm_conv1d") != std::string::npos ||
+                             t.name.find("ffn_gate_inp.") != std::string::npos;
+      CHECK(t.type == (stays_f32 ? GgmlType::F32 : type));
+    }
+    CHECK(f.get_string("general.name").find("qwen35moe") != std::string_view::npos);
+    CHECK(f.get_string("general.description").find("meaningless output") != std::string_view::npos);
+    CHECK(f.get_array_i32("qwen35moe.rope.dimension_sections").size() == 4);
+  }
+}
+
+TEST_CASE("demo qwen35: bad hybrid options are Errors naming the option") {
+  const auto message = [](auto edit) {
+    DemoModelOptions o;
+    o.arch = ModelArch::kQwen35;
+    edit(o);
+    return error_of([&] { build_demo_model(o); });
+  };
+  CHECK(message([](DemoModelOptions& o) {
+          o.ssm_value_heads = 3;
+        }).find("ssm_value_heads = 3 is not a multiple of ssm_key_heads = 2") != std::string::npos);
+  CHECK(message([](DemoModelOptions& o) { o.n_rot = 5; }).find("n_rot = 5") != std::string::npos);
+  CHECK(message([](DemoModelOptions& o) { o.conv_kernel = 0; }).find("conv_kernel") !=
+        std::string::npos);
+  CHECK(message([](DemoModelOptions& o) {
+          o.weight_type = GgmlType::Q8_0;
+          o.ssm_value_head_dim = 6;
+        }).find("ssm_value_heads*ssm_value_head_dim") != std::string::npos);
+  CHECK(message([](DemoModelOptions& o) {
+          o.arch = ModelArch::kQwen3Moe;
+          o.n_experts_used = 9;
+        }).find("n_experts_used = 9 exceeds n_experts = 8") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace ugrad::llm::test
