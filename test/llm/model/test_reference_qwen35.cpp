@@ -4,14 +4,18 @@
 // attention layer), and properties on seeded demo models (cached == whole sequence, finite,
 // quantized close to F32, deterministic greedy).
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <tuple>
 
+#include "llm/model/config.h"
 #include "llm/model/demo_model.h"
 #include "test/llm/model/model_test_util.h"
 #include "test/llm/reference/qwen35_reference.h"
+#include "test/llm/reference/qwen3_reference.h"
 
 namespace ugrad::llm::test {
 namespace {
@@ -349,6 +353,72 @@ TEST_CASE("reference qwen35: demo-model logits are finite and spread, quantized 
       CHECK(std < 10.0);  // ... and not blown up
       if (tolerance != kUnchecked) CHECK(std::sqrt(err / norm) <= tolerance);
     }
+  }
+}
+
+// A qwen3moe file from a qwen3 one: every dense FFN becomes `n_experts` identical experts, and a
+// router with distinct per-layer weights is added.
+GgufFile qwen3moe_of(const GgufFile& dense, uint32_t n_experts, uint32_t n_used) {
+  constexpr std::string_view kDensePrefix = "qwen3.";
+  GgufWriter w;
+  for (const GgufKV& kv : dense.metadata()) {
+    if (kv.key == "general.architecture") {
+      w.set_string(kv.key, "qwen3moe");
+    } else if (kv.key.starts_with(kDensePrefix)) {
+      w.set(fmt::format("qwen3moe.{}", kv.key.substr(kDensePrefix.size())), kv.value);
+    } else {
+      w.set(kv.key, kv.value);
+    }
+  }
+  const uint32_t ffn = dense.get_u32("qwen3.feed_forward_length");
+  const uint64_t dim = dense.get_u32("qwen3.embedding_length");
+  w.set_u32("qwen3moe.expert_count", n_experts);
+  w.set_u32("qwen3moe.expert_used_count", n_used);
+  w.set_u32("qwen3moe.expert_feed_forward_length", ffn);
+  for (const GgufTensor& t : dense.tensors()) {
+    std::string name(t.name);
+    std::vector<uint8_t> bytes(t.data.begin(), t.data.end());
+    std::vector<uint64_t> dims = t.dims;
+    for (const char* role : {"ffn_gate", "ffn_up", "ffn_down"}) {
+      const std::string suffix = fmt::format(".{}.weight", role);
+      if (!name.ends_with(suffix)) continue;
+      const std::string layer = name.substr(0, name.size() - suffix.size());
+      name = fmt::format("{}.{}_exps.weight", layer, role);
+      dims.push_back(n_experts);
+      for (uint32_t e = 1; e < n_experts; ++e)
+        bytes.insert(bytes.end(), t.data.begin(), t.data.end());
+      if (std::string_view(role) == "ffn_gate") {  // one router per layer
+        const std::vector<float> router = pattern(dim * n_experts, double(name.size()), 2.0);
+        std::vector<uint8_t> router_bytes(router.size() * sizeof(float));
+        std::memcpy(router_bytes.data(), router.data(), router_bytes.size());
+        w.add_tensor(layer + ".ffn_gate_inp.weight", {dim, n_experts}, GgmlType::F32,
+                     std::move(router_bytes));
+      }
+    }
+    w.add_tensor(name, dims, t.type, std::move(bytes));
+  }
+  return GgufFile::from_buffer(w.to_bytes());
+}
+
+TEST_CASE("reference qwen3moe: identical experts reproduce the dense qwen3 reference") {
+  // The qwen3 reference is an independent oracle: whatever the router picks, top-k weights
+  // renormalised to 1 over identical experts give the dense FFN.
+  DemoModelOptions o;
+  o.weight_type = GgmlType::Q8_0;
+  o.tied_output = false;
+  const GgufFile dense = demo_file(o);
+  const GgufFile moe = qwen3moe_of(dense, /*n_experts=*/4, /*n_used=*/2);
+  const ModelConfig c = ModelConfig::from_gguf(moe);
+  CHECK(c.arch == ModelArch::kQwen3Moe);
+  CHECK(ModelWeights::from_gguf(moe, c).layers[1].ffn_down_exps->dims.back() == 4);
+  ReferenceQwen35 ref(moe);
+  CHECK(ref.hparams().recurrent == std::vector<bool>{false, false});
+  const auto want = ReferenceQwen3(dense).forward_sequence(kPrompt);
+  const auto got = ref.forward_sequence(kPrompt);
+  for (size_t p = 0; p < kPrompt.size(); ++p) {
+    INFO("position ", p);
+    check_close(got[p], want[p], 1e-9);
+    check_close(ref.forward(kPrompt[p], uint32_t(p)), want[p], 1e-9);
   }
 }
 

@@ -112,31 +112,36 @@ uint32_t ReferenceQwen35::conv_dim() const {
 
 ReferenceQwen35::ReferenceQwen35(const GgufFile& f) {
   const std::string arch(f.get_string("general.architecture"));
-  if (arch != "qwen35" && arch != "qwen35moe") {
-    fail("reference: general.architecture is '{}', not qwen35 or qwen35moe", arch);
+  if (arch != "qwen35" && arch != "qwen35moe" && arch != "qwen3moe") {
+    fail("reference: general.architecture is '{}', not qwen35, qwen35moe or qwen3moe", arch);
   }
-  const bool moe = arch == "qwen35moe";
+  const bool moe = arch != "qwen35";
+  hybrid_ = arch != "qwen3moe";
   const auto key = [&](const char* suffix) { return fmt::format("{}.{}", arch, suffix); };
   const uint32_t n_blocks = key_u32(f, key("block_count"));
   hp_.n_layers = n_blocks - f.get_u32_or(key("nextn_predict_layers"), 0);
   hp_.dim = key_u32(f, key("embedding_length"));
   hp_.n_heads = key_u32(f, key("attention.head_count"));
   hp_.n_kv_heads = f.get_u32_or(key("attention.head_count_kv"), hp_.n_heads);
-  hp_.head_dim = key_u32(f, key("attention.key_length"));
+  hp_.head_dim = f.get_u32_or(key("attention.key_length"), hp_.dim / std::max(hp_.n_heads, 1u));
   hp_.n_rot = f.get_u32_or(key("rope.dimension_count"), hp_.head_dim);
   hp_.rope_theta =
       f.has(key("rope.freq_base")) ? f.get_f64(key("rope.freq_base")) : kDefaultRopeTheta;
   hp_.rms_eps = f.get_f64(key("attention.layer_norm_rms_epsilon"));
-  hp_.conv_kernel = key_u32(f, key("ssm.conv_kernel"));
-  hp_.key_head_dim = key_u32(f, key("ssm.state_size"));
-  hp_.n_key_heads = key_u32(f, key("ssm.group_count"));
-  hp_.n_value_heads = key_u32(f, key("ssm.time_step_rank"));
+  if (hybrid_) {
+    hp_.conv_kernel = key_u32(f, key("ssm.conv_kernel"));
+    hp_.key_head_dim = key_u32(f, key("ssm.state_size"));
+    hp_.n_key_heads = key_u32(f, key("ssm.group_count"));
+    hp_.n_value_heads = key_u32(f, key("ssm.time_step_rank"));
+    if (hp_.n_key_heads == 0 || hp_.n_value_heads == 0 || hp_.conv_kernel == 0) {
+      fail("reference: inconsistent {} ssm hyperparameters", arch);
+    }
+    hp_.value_head_dim = key_u32(f, key("ssm.inner_size")) / hp_.n_value_heads;
+  }
   if (hp_.n_heads == 0 || hp_.n_kv_heads == 0 || hp_.n_heads % hp_.n_kv_heads != 0 ||
-      hp_.n_key_heads == 0 || hp_.n_value_heads == 0 || hp_.conv_kernel == 0 ||
       hp_.n_rot > hp_.head_dim || hp_.n_rot % 2 != 0 || hp_.n_layers == 0) {
     fail("reference: inconsistent {} hyperparameters", arch);
   }
-  hp_.value_head_dim = key_u32(f, key("ssm.inner_size")) / hp_.n_value_heads;
   if (moe) {
     hp_.n_experts = key_u32(f, key("expert_count"));
     hp_.n_experts_used = key_u32(f, key("expert_used_count"));
@@ -152,7 +157,9 @@ ReferenceQwen35::ReferenceQwen35(const GgufFile& f) {
     fail("reference: '{}' is not read by the reference", key("attention.recurrent_layers"));
   }
   const uint32_t interval = f.get_u32_or(key("full_attention_interval"), kDefaultFullAttnInterval);
-  for (uint32_t i = 0; i < hp_.n_layers; ++i) hp_.recurrent.push_back((i + 1) % interval != 0);
+  for (uint32_t i = 0; i < hp_.n_layers; ++i) {
+    hp_.recurrent.push_back(hybrid_ && (i + 1) % interval != 0);
+  }
   const GgufTensor& embd = f.tensor("token_embd.weight");
   if (embd.dims.size() != 2) fail("reference: token_embd.weight is not 2-D");
   hp_.vocab = static_cast<uint32_t>(embd.dims[1]);
@@ -168,7 +175,7 @@ ReferenceQwen35::ReferenceQwen35(const GgufFile& f) {
     const auto name = [&](const char* role) { return fmt::format("blk.{}.{}.weight", i, role); };
     Layer& l = layers_[i];
     l.attn_norm = decode(f, name("attn_norm"), {dim});
-    l.ffn_norm = decode(f, name("post_attention_norm"), {dim});
+    l.ffn_norm = decode(f, name(hybrid_ ? "post_attention_norm" : "ffn_norm"), {dim});
     if (hp_.recurrent[i]) {
       l.w_qkv = decode(f, name("attn_qkv"), {dim, conv_dim()});
       l.w_z = decode(f, name("attn_gate"), {dim, value_dim});
@@ -180,7 +187,7 @@ ReferenceQwen35::ReferenceQwen35(const GgufFile& f) {
       l.ssm_norm = decode(f, name("ssm_norm"), {hp_.value_head_dim});
       l.w_out = decode(f, name("ssm_out"), {value_dim, dim});
     } else {
-      l.wq = decode(f, name("attn_q"), {dim, 2 * q_dim});
+      l.wq = decode(f, name("attn_q"), {dim, (hybrid_ ? 2 : 1) * q_dim});
       l.wk = decode(f, name("attn_k"), {dim, kv_dim});
       l.wv = decode(f, name("attn_v"), {dim, kv_dim});
       l.wo = decode(f, name("attn_output"), {q_dim, dim});
@@ -234,12 +241,14 @@ std::vector<double> ReferenceQwen35::embed(int32_t token) const {
 ReferenceQwen35::Attn ReferenceQwen35::project_attention(const Layer& l, std::span<const double> h,
                                                          uint32_t pos) const {
   const size_t hd = hp_.head_dim;
-  const std::vector<double> qg = matvec(l.wq, h, 2 * hp_.n_heads * hd);
+  // Without the gate (qwen3moe) each head is just q_h.
+  const size_t per_head = (hybrid_ ? 2 : 1) * hd;
+  const std::vector<double> qg = matvec(l.wq, h, hp_.n_heads * per_head);
   Attn p;
   for (uint32_t head = 0; head < hp_.n_heads; ++head) {
-    const auto q_begin = qg.begin() + 2 * head * hd;
+    const auto q_begin = qg.begin() + head * per_head;
     p.q.insert(p.q.end(), q_begin, q_begin + hd);
-    p.gate.insert(p.gate.end(), q_begin + hd, q_begin + 2 * hd);
+    if (hybrid_) p.gate.insert(p.gate.end(), q_begin + hd, q_begin + 2 * hd);
     const std::span<double> qh(p.q.data() + head * hd, hd);
     rms_norm(qh, l.q_norm, hp_.rms_eps);
     rope_neox(qh.first(hp_.n_rot), pos, hp_.rope_theta);
@@ -258,7 +267,7 @@ ReferenceQwen35::Attn ReferenceQwen35::project_attention(const Layer& l, std::sp
 std::vector<double> ReferenceQwen35::gated_output(const Layer& l, const Attn& p,
                                                   std::span<const double> heads) const {
   std::vector<double> gated(heads.begin(), heads.end());
-  for (size_t i = 0; i < gated.size(); ++i) gated[i] *= sigmoid(p.gate[i]);
+  for (size_t i = 0; i < p.gate.size(); ++i) gated[i] *= sigmoid(p.gate[i]);  // none: qwen3moe
   return matvec(l.wo, gated, hp_.dim);
 }
 

@@ -7,7 +7,8 @@
 // decay = exp(ssm_a * softplus(alpha + dt_bias)), the delta rule per value head with value head h
 // reading key head h mod H_k (the qwen35 GGUF convention), gated RMSNorm with SiLU(z). Full
 // attention layers: per-head [q | gate] projection, q/k norms, NEOX RoPE on the first n_rot dims,
-// sigmoid output gate. For small test models only.
+// sigmoid output gate. It also reads `qwen3moe` (qwen3 attention: no gate, whole-head RoPE,
+// ffn_norm; all layers full attention) with the same MoE FFN. For small test models only.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -95,6 +96,7 @@ class ReferenceQwen35 {
   // H_v recurrent states of d_v x d_k (Gated DeltaNet).
   std::vector<std::vector<double>> k_cache_, v_cache_, conv_state_, ssm_state_;
   uint32_t n_cached_ = 0;
+  bool hybrid_ = true;  // qwen35*: gated attention, GDN layers, post_attention_norm
 };
 
 }  // namespace ugrad::llm::test
