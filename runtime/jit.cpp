@@ -3,6 +3,10 @@
 #include <fmt/format.h>
 
 #include "runtime/realize.h"
+#include "schedule/memory_plan.h"
+
+#include <unordered_map>
+#include <unordered_set>
 #include "uop/env.h"
 #include "uop/error.h"
 
@@ -61,24 +65,13 @@ std::vector<UOp> GraphJit::operator()(const std::vector<UOp>& inputs, const VarV
   if (call == 1) {
     std::vector<UOp> outs;
     std::vector<ExecItem> captured;
+    const int64_t first_new_buffer = next_buffer_id();
     {
       CaptureScope capture;
       outs = realize(fn_(inputs, vars), vars);
       captured = std::move(capture.items);
     }
-    launches_.clear();
-    for (const ExecItem& item : captured) {
-      Launch l{item.device, item.program, {}, {}, {}, {}};
-      for (size_t slot = 0; slot < item.buffers.size(); ++slot) {
-        l.keep.push_back(buffer_of(item.buffers[slot]));
-        l.handles.push_back(l.keep.back()->handle());
-        for (size_t i = 0; i < in_bufs.size(); ++i)
-          if (item.buffers[slot] == in_bufs[i]) l.input_slots.emplace_back(slot, i);
-      }
-      for (const UOp& v : item.program->source().vars)
-        l.var_names.push_back(v.arg_as<ParamArg>().name);
-      launches_.push_back(std::move(l));
-    }
+    plan_launches(captured, outs, in_bufs, first_new_buffer);
     signature_ = sig;
     outputs_ = outs;
     if (debug_level() >= 1)
@@ -100,6 +93,64 @@ std::vector<UOp> GraphJit::operator()(const std::vector<UOp>& inputs, const VarV
   }
   replay(in_bufs, vars);
   return outputs_;
+}
+
+// Turns the captured launches into replayable ones. Buffers the capture created for itself
+// (not outputs, first touched by a kernel that writes them) share one arena planned by lifetime.
+void GraphJit::plan_launches(const std::vector<ExecItem>& captured, const std::vector<UOp>& outs,
+                             const std::vector<UOp>& in_bufs, int64_t first_new_buffer) {
+  std::unordered_set<UOp> outputs;
+  for (const UOp& o : outs) outputs.insert(realized_buffer(o));
+  std::unordered_map<UOp, size_t> planned;  // buffer -> index into lifetimes
+  std::vector<UOp> planned_order;
+  std::vector<BufferLifetime> lifetimes;
+  std::unordered_set<UOp> seen;
+  for (size_t step = 0; step < captured.size(); ++step) {
+    const ExecItem& item = captured[step];
+    for (size_t slot = 0; slot < item.buffers.size(); ++slot) {
+      const UOp& b = item.buffers[slot];
+      bool first_touch = seen.insert(b).second;
+      const BufferArg& a = b.arg_as<BufferArg>();
+      bool fresh = a.id >= first_new_buffer && !outputs.count(b) &&
+                   a.device == item.buffers[0].arg_as<BufferArg>().device;
+      if (first_touch && fresh && item.program->source().buffers.at(slot).written) {
+        planned.emplace(b, lifetimes.size());
+        planned_order.push_back(b);
+        size_t bytes = static_cast<size_t>(a.size) * itemsize(b.dtype());
+        lifetimes.push_back({bytes, 64, static_cast<int64_t>(step), static_cast<int64_t>(step)});
+      } else if (auto it = planned.find(b); it != planned.end()) {
+        lifetimes[it->second].last_step = static_cast<int64_t>(step);
+      }
+    }
+  }
+  std::vector<BufferRef> views(planned_order.size());
+  if (!planned_order.empty()) {
+    MemoryPlan plan = plan_memory(lifetimes);
+    const std::string& device = planned_order[0].arg_as<BufferArg>().device;
+    BufferRef arena =
+        Buffer::make(device, std::max<size_t>(plan.arena_size, 1), get_device(device).allocator());
+    for (size_t i = 0; i < planned_order.size(); ++i)
+      views[i] = Buffer::view(arena, plan.offsets[i], lifetimes[i].size);
+    size_t separate = 0;
+    for (const BufferLifetime& l : lifetimes) separate += l.size;
+    if (debug_level() >= 1)
+      fmt::print(stderr, "{}: {} intermediate buffers planned into {} bytes (separately {})\n",
+                 name_, planned_order.size(), plan.arena_size, separate);
+  }
+  launches_.clear();
+  for (const ExecItem& item : captured) {
+    Launch l{item.device, item.program, {}, {}, {}, {}};
+    for (size_t slot = 0; slot < item.buffers.size(); ++slot) {
+      auto it = planned.find(item.buffers[slot]);
+      l.keep.push_back(it != planned.end() ? views[it->second] : buffer_of(item.buffers[slot]));
+      l.handles.push_back(l.keep.back()->handle());
+      for (size_t i = 0; i < in_bufs.size(); ++i)
+        if (item.buffers[slot] == in_bufs[i]) l.input_slots.emplace_back(slot, i);
+    }
+    for (const UOp& v : item.program->source().vars)
+      l.var_names.push_back(v.arg_as<ParamArg>().name);
+    launches_.push_back(std::move(l));
+  }
 }
 
 void GraphJit::replay(const std::vector<UOp>& in_bufs, const VarVals& vars) {

@@ -3,7 +3,9 @@
 // Call 0 runs the function eagerly; call 1 runs it again while capturing every kernel launch
 // (program, buffers); later calls replay those launches with the inputs' buffers swapped in and the
 // variables rebound, with no scheduling and no compiling. Outputs of a replay are the buffers
-// captured at call 1, overwritten on every call.
+// captured at call 1, overwritten on every call. Buffers the capture call created for itself and
+// that a kernel writes before any reads them (intermediates) share one arena planned by lifetime;
+// a buffer the function creates and fills from the host (a constant) is kept as it is.
 #pragma once
 #include <functional>
 #include <memory>
@@ -69,6 +71,8 @@ class GraphJit {
     std::vector<std::pair<size_t, size_t>> input_slots;  // (slot, input index) swapped per call
     std::vector<std::string> var_names;                  // the program's variables, in order
   };
+  void plan_launches(const std::vector<ExecItem>& captured, const std::vector<UOp>& outs,
+                     const std::vector<UOp>& in_bufs, int64_t first_new_buffer);
   void replay(const std::vector<UOp>& in_bufs, const VarVals& vars);
 
   Fn fn_;

@@ -4,4 +4,4 @@ ugrad_component(ugrad_runtime
     ${CMAKE_CURRENT_LIST_DIR}/jit.cpp ${CMAKE_CURRENT_LIST_DIR}/launch_dims.cpp
     ${CMAKE_CURRENT_LIST_DIR}/amd_program.cpp ${CMAKE_CURRENT_LIST_DIR}/null_amd_device.cpp
     ${CMAKE_CURRENT_LIST_DIR}/amd_device.cpp
-  DEPS ugrad_schedule ugrad_codegen ugrad_llvm_backend ugrad_runtime_core)
+  DEPS ugrad_schedule ugrad_memory_plan ugrad_codegen ugrad_llvm_backend ugrad_runtime_core)

@@ -179,9 +179,14 @@ const Shape& shape_of(const UOp& u) {
 }  // namespace ugrad
 
 namespace ugrad {
-UOp buffer_node(const std::string& device, DType dtype, int64_t count) {
-  static std::atomic<int64_t> next_id{1};
-  if (count < 0) fail("buffer of {} elements on {}", count, device);
-  return UOp::make(Op::BUFFER, dtype, {}, BufferArg{next_id++, count, device});
+namespace {
+std::atomic<int64_t> g_next_buffer_id{1};
 }
+
+UOp buffer_node(const std::string& device, DType dtype, int64_t count) {
+  if (count < 0) fail("buffer of {} elements on {}", count, device);
+  return UOp::make(Op::BUFFER, dtype, {}, BufferArg{g_next_buffer_id++, count, device});
+}
+
+int64_t next_buffer_id() { return g_next_buffer_id.load(); }
 }  // namespace ugrad

@@ -49,4 +49,6 @@ bool dims_equal(const UOp& a, const UOp& b);
 namespace ugrad {
 /// A fresh BUFFER node: `count` elements of `dtype` on `device`, with a process-unique id.
 UOp buffer_node(const std::string& device, DType dtype, int64_t count);
+/// The id the next buffer_node will get: buffers with a smaller id already existed.
+int64_t next_buffer_id();
 }  // namespace ugrad
