@@ -131,11 +131,12 @@ void GraphJit::plan_launches(const std::vector<ExecItem>& captured, const std::v
         Buffer::make(device, std::max<size_t>(plan.arena_size, 1), get_device(device).allocator());
     for (size_t i = 0; i < planned_order.size(); ++i)
       views[i] = Buffer::view(arena, plan.offsets[i], lifetimes[i].size);
-    size_t separate = 0;
-    for (const BufferLifetime& l : lifetimes) separate += l.size;
+    arena_bytes_ = plan.arena_size;
+    separate_bytes_ = 0;
+    for (const BufferLifetime& l : lifetimes) separate_bytes_ += l.size;
     if (debug_level() >= 1)
       fmt::print(stderr, "{}: {} intermediate buffers planned into {} bytes (separately {})\n",
-                 name_, planned_order.size(), plan.arena_size, separate);
+                 name_, planned_order.size(), arena_bytes_, separate_bytes_);
   }
   launches_.clear();
   for (const ExecItem& item : captured) {

@@ -60,6 +60,8 @@ class GraphJit {
   int64_t calls() const { return calls_; }
   /// Number of kernels captured (0 before the capture call).
   size_t captured_kernels() const { return launches_.size(); }
+  /// Bytes of the planned intermediate arena, and what the planned buffers would take apart.
+  std::pair<size_t, size_t> arena_bytes() const { return {arena_bytes_, separate_bytes_}; }
 
  private:
   // A captured launch with everything resolved that does not change between calls.
@@ -79,6 +81,7 @@ class GraphJit {
   std::string name_;
   int64_t calls_ = 0;
   std::vector<Launch> launches_;
+  size_t arena_bytes_ = 0, separate_bytes_ = 0;
   std::vector<std::pair<Shape, DType>> signature_;
   std::vector<UOp> outputs_;
 };

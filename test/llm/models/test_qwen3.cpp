@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "llm/model/demo_model.h"
+#include "llm/models/generate.h"
 #include "llm/models/qwen3.h"
 #include "test/llm/reference/qwen3_reference.h"
 #include "uop/error.h"
@@ -44,7 +45,9 @@ void check_against_reference(GgmlType type, bool tied, double tol) {
   GgufFile file = demo(type, tied, 11);
   test::ReferenceQwen3 ref(file);
   Qwen3Model model(file, 32, "CPU");
-  std::vector<int32_t> prompt{1, 17, 200, 42, 99, 7};
+  // Four tokens of prefill, then six decode steps: call 0 of the n=1 JIT runs eagerly, call 1
+  // captures, the rest replay.
+  std::vector<int32_t> prompt{1, 17, 200, 42, 99, 7, 3, 250, 64, 12};
   // Prefill the first four at once, then one token at a time.
   std::vector<float> got = model.forward(std::span(prompt).first(4), 0);
   std::vector<float> want;
@@ -72,6 +75,72 @@ TEST_CASE("Qwen3 F16, untied output") { check_against_reference(GgmlType::F16, f
 TEST_CASE("Qwen3 Q8_0") { check_against_reference(GgmlType::Q8_0, true, 5e-3); }
 TEST_CASE("Qwen3 Q4_K") { check_against_reference(GgmlType::Q4_K, true, 5e-3); }
 TEST_CASE("Qwen3 IQ4_XS") { check_against_reference(GgmlType::IQ4_XS, true, 5e-3); }
+
+TEST_CASE("chunked prefill, token-by-token prefill and JIT replay give the same logits") {
+  GgufFile file = demo(GgmlType::Q8_0, true, 5);
+  std::vector<int32_t> prompt{5, 9, 14, 200, 33, 71, 8, 120, 45};
+  Qwen3Model whole(file, 32, "CPU"), by_token(file, 32, "CPU"), chunks(file, 32, "CPU");
+  std::vector<float> a = whole.forward(prompt, 0);
+  std::vector<float> b;
+  for (size_t p = 0; p < prompt.size(); ++p)
+    b = by_token.forward(std::span(prompt).subspan(p, 1), p);
+  std::vector<float> c;
+  for (size_t p = 0; p < prompt.size(); p += 2)
+    c = chunks.forward(std::span(prompt).subspan(p, std::min<size_t>(2, prompt.size() - p)), p);
+  CHECK(rel_err(a, b) < 1e-5);
+  CHECK(rel_err(a, c) < 1e-5);
+}
+
+TEST_CASE("generate: prefix reuse gives the same tokens as a fresh run") {
+  GgufFile file = demo(GgmlType::F32, true, 9);
+  Qwen3Model reused(file, 64, "CPU"), fresh(file, 64, "CPU");
+  Generator g_reused(reused), g_fresh(fresh);
+  GenerateOptions o;
+  o.max_tokens = 5;
+  o.chunk = 4;
+  std::vector<int32_t> first{1, 2, 3, 4, 5, 6};
+  GenerateResult r1 = g_reused.generate(first, o);
+  // The second prompt extends the first conversation: the cache is reused.
+  std::vector<int32_t> second = first;
+  second.insert(second.end(), r1.tokens.begin(), r1.tokens.end());
+  second.push_back(77);
+  GenerateResult r2 = g_reused.generate(second, o);
+  CHECK(r2.reused_tokens >= static_cast<int64_t>(first.size()));
+  GenerateResult r3 = g_fresh.generate(second, o);
+  CHECK(r3.reused_tokens == 0);
+  CHECK(r2.tokens == r3.tokens);
+  // A prompt that diverges restarts cleanly and agrees with a fresh run too.
+  std::vector<int32_t> other{9, 8, 7};
+  Qwen3Model fresh2(file, 64, "CPU");
+  Generator g_fresh2(fresh2);
+  CHECK(g_reused.generate(other, o).tokens == g_fresh2.generate(other, o).tokens);
+}
+
+TEST_CASE("sampling is seeded and reproducible; greedy picks the argmax") {
+  std::vector<float> logits{0.1f, 2.0f, -1.0f, 1.9f, 0.0f};
+  Sampler greedy(SamplingOptions{});
+  CHECK(greedy.sample(logits) == 1);
+  SamplingOptions o;
+  o.temperature = 1.0f;
+  o.seed = 42;
+  Sampler s1(o), s2(o);
+  std::vector<int32_t> a, b;
+  for (int i = 0; i < 50; ++i) a.push_back(s1.sample(logits)), b.push_back(s2.sample(logits));
+  CHECK(a == b);
+  o.top_k = 2;
+  Sampler top2(o);
+  for (int i = 0; i < 50; ++i) {
+    int32_t t = top2.sample(logits);
+    CHECK((t == 1 || t == 3));
+  }
+  auto lp = Sampler::top_logprobs(logits, 2);
+  REQUIRE(lp.size() == 2);
+  CHECK(lp[0].first == 1);
+  CHECK(lp[1].first == 3);
+  CHECK(lp[0].second < 0);
+  o.top_p = 0;
+  CHECK_THROWS_AS(Sampler{o}, Error);
+}
 
 TEST_CASE("a prompt past the context is an error") {
   GgufFile file = demo(GgmlType::F32, true, 3);
