@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <set>
 #include <tuple>
 
 #include "llm/model/config.h"
@@ -420,6 +421,95 @@ TEST_CASE("reference qwen3moe: identical experts reproduce the dense qwen3 refer
     check_close(got[p], want[p], 1e-9);
     check_close(ref.forward(kPrompt[p], uint32_t(p)), want[p], 1e-9);
   }
+}
+
+TEST_CASE("reference qwen35moe: top-k routing and the gated shared expert (hand-set model)") {
+  // One full-attention layer whose output projection is 0, so the layer is x + MoE(x); the MoE
+  // FFN is computed here: softmax router, top 2 of 4 experts renormalised, sigmoid-gated shared
+  // expert.
+  constexpr uint32_t kExperts = 4, kUsed = 2, kExpertFfn = 3, kSharedFfn = 2;
+  ToyQwen35Shape s;
+  s.n_layers = 1;
+  s.dim = 4;
+  s.vocab = 5;
+  s.interval = 1;
+  ToyModel m = toy_qwen35(s);
+  m.metadata["general.architecture"] = std::string("qwen35moe");
+  for (auto it = m.metadata.begin(); it != m.metadata.end();) {
+    if (!it->first.starts_with("qwen35.")) {
+      ++it;
+      continue;
+    }
+    m.metadata["qwen35moe." + it->first.substr(7)] = it->second;
+    it = m.metadata.erase(it);
+  }
+  m.metadata["qwen35moe.expert_count"] = kExperts;
+  m.metadata["qwen35moe.expert_used_count"] = kUsed;
+  m.metadata["qwen35moe.expert_feed_forward_length"] = kExpertFfn;
+  m.metadata["qwen35moe.expert_shared_feed_forward_length"] = kSharedFfn;
+  for (const char* role : {"ffn_gate", "ffn_up", "ffn_down"}) {
+    m.remove_tensor(fmt::format("blk.0.{}.weight", role));
+  }
+  m.tensors.push_back({"blk.0.ffn_gate_inp.weight", {s.dim, kExperts}});
+  m.tensors.push_back({"blk.0.ffn_gate_exps.weight", {s.dim, kExpertFfn, kExperts}});
+  m.tensors.push_back({"blk.0.ffn_up_exps.weight", {s.dim, kExpertFfn, kExperts}});
+  m.tensors.push_back({"blk.0.ffn_down_exps.weight", {kExpertFfn, s.dim, kExperts}});
+  m.tensors.push_back({"blk.0.ffn_gate_shexp.weight", {s.dim, kSharedFfn}});
+  m.tensors.push_back({"blk.0.ffn_up_shexp.weight", {s.dim, kSharedFfn}});
+  m.tensors.push_back({"blk.0.ffn_down_shexp.weight", {kSharedFfn, s.dim}});
+  m.tensors.push_back({"blk.0.ffn_gate_inp_shexp.weight", {s.dim}});
+  double salt = 0;
+  for (TensorSpec& t : m.tensors) {
+    size_t n = 1;
+    for (uint64_t d : t.dims) n *= d;
+    t.values = pattern(n, salt += 1.0, t.name.find("gate_inp.") != std::string::npos ? 3.0 : 0.5);
+    if (t.name.find("norm") != std::string::npos) {
+      for (float& v : t.values) v = 1.0f + 0.4f * v;
+    }
+  }
+  for (float& v : m.tensor("blk.0.attn_output.weight").values) v = 0.0f;
+  const GgufFile f = m.build();
+  ModelWeights::from_gguf(f, ModelConfig::from_gguf(f));  // the toy is a valid qwen35moe file
+  ReferenceQwen35 ref(f);
+  const HandMath hand{m, s};
+  const auto swiglu = [&](const std::string& role, size_t ffn, size_t offset, const Vec& h) {
+    const auto slice = [&](const char* kind, size_t n) {
+      const auto& w = hand.w(fmt::format("blk.0.ffn_{}_{}.weight", kind, role));
+      return std::vector<float>(w.begin() + offset * n, w.begin() + (offset + 1) * n);
+    };
+    const auto g = slice("gate", s.dim * ffn), u = slice("up", s.dim * ffn),
+               d = slice("down", s.dim * ffn);
+    Vec out(s.dim, 0.0);
+    for (size_t r = 0; r < ffn; ++r) {
+      double gr = 0, ur = 0;
+      for (size_t i = 0; i < s.dim; ++i)
+        gr += g[r * s.dim + i] * h[i], ur += u[r * s.dim + i] * h[i];
+      for (size_t o = 0; o < s.dim; ++o) out[o] += d[o * ffn + r] * HandMath::silu(gr) * ur;
+    }
+    return out;
+  };
+  std::set<size_t> chosen;
+  for (int32_t t = 0; t < int32_t(s.vocab); ++t) {
+    INFO("token ", t);
+    const Vec x = hand.embed(t), h = hand.rms(x, "blk.0.post_attention_norm.weight");
+    Vec p = hand.mv("blk.0.ffn_gate_inp.weight", h, kExperts);
+    std::vector<size_t> order = {0, 1, 2, 3};
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p[a] > p[b]; });
+    // Softmax then renormalising over the top 2 is a softmax over the top 2 logits.
+    const double e0 = 1.0, e1 = std::exp(p[order[1]] - p[order[0]]);
+    Vec ffn(s.dim, 0.0);
+    for (size_t r = 0; r < kUsed; ++r) {
+      chosen.insert(order[r]);
+      const Vec y = swiglu("exps", kExpertFfn, order[r], h);
+      for (size_t i = 0; i < s.dim; ++i) ffn[i] += (r == 0 ? e0 : e1) / (e0 + e1) * y[i];
+    }
+    double g = 0;
+    for (size_t i = 0; i < s.dim; ++i) g += hand.w("blk.0.ffn_gate_inp_shexp.weight")[i] * h[i];
+    const Vec shared = swiglu("shexp", kSharedFfn, 0, h);
+    for (size_t i = 0; i < s.dim; ++i) ffn[i] += shared[i] / (1.0 + std::exp(-g));
+    check_close(ref.forward(t, 0), hand.logits(x, ffn), 1e-6);
+  }
+  CHECK(chosen.size() > kUsed);  // the tokens route to different experts
 }
 
 TEST_CASE("reference qwen35: greedy decoding is deterministic") {
