@@ -57,6 +57,15 @@ std::pair<std::vector<UOp>, std::vector<std::pair<std::string, int64_t>>> unbind
   return {sink.substitute(subs).src(), vals};
 }
 
+bool is_realized_view(const UOp& node) {
+  UOp b = node;
+  while (is_movement(b.op())) b = b.src(0);
+  if (b.op() != Op::BUFFER) return false;
+  if (node == b) return true;
+  const Shape& s = shape_of(node);
+  return buffer_view(b, s) == node;
+}
+
 bool is_buffer_view(const UOp& node) {
   UOp u = node;
   while (is_movement(u.op())) u = u.src(0);
@@ -370,11 +379,6 @@ std::string device_of(const UOp& u) {
   return knob_str(Knob::DEV);
 }
 
-bool is_realized(const UOp& root) {
-  UOp b = root;
-  while (is_movement(b.op())) b = b.src(0);
-  return b.op() == Op::BUFFER && buffer_view(b, shape_of(root)) == root;
-}
 
 }  // namespace
 
@@ -407,7 +411,7 @@ Schedule build_schedule(const std::vector<UOp>& roots) {
   for (const UOp& u : topo)
     if (u.op() == Op::CONTIGUOUS || u.op() == Op::ASSIGN) materialize(u);
   for (const UOp& r : roots)
-    if (!is_realized(r)) materialize(r);
+    if (!is_realized_view(r)) materialize(r);
 
   std::vector<ScheduleItem> built;
   while (!pending.empty()) {
@@ -428,7 +432,7 @@ Schedule build_schedule(const std::vector<UOp>& roots) {
   std::reverse(built.begin(), built.end());
   sched.items = std::move(built);
   for (const UOp& r : roots) {
-    if (is_realized(r))
+    if (is_realized_view(r))
       sched.outputs.push_back(r);
     else if (r.op() == Op::ASSIGN)
       sched.outputs.push_back(r.src(0));

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "runtime/realize.h"
+#include "schedule/schedule.h"
 #include "tensor/tensor_impl.h"
 #include "uop/env.h"
 #include "uop/float16.h"
@@ -246,10 +247,7 @@ void Tensor::realize_all(std::span<Tensor> tensors,
   for (size_t i = 0; i < which.size(); ++i) tensors[which[i]].state_->node = done[i];
 }
 
-bool Tensor::is_realized() const {
-  UOp n = node();
-  return n.op() == Op::BUFFER || (n.op() == Op::RESHAPE && n.src(0).op() == Op::BUFFER);
-}
+bool Tensor::is_realized() const { return is_realized_view(node()); }
 
 Tensor Tensor::contiguous() const {
   return Tensor(UOp::make(Op::CONTIGUOUS, dtype(), {node()}), device());
