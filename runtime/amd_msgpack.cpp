@@ -147,7 +147,7 @@ class Reader {
     for (uint64_t i = 0; i < n; ++i) {
       MsgPackValue key = value(depth + 1);
       MsgPackValue val = value(depth + 1);
-      v.map.emplace_back(std::move(key), std::move(val));
+      v.map.push_back({std::move(key), std::move(val)});
     }
     return v;
   }

@@ -10,6 +10,8 @@
 
 namespace ugrad {
 
+struct MsgPackEntry;
+
 struct MsgPackValue {
   enum class Kind { Nil, Bool, Int, Float, Str, Bin, Array, Map };
   Kind kind = Kind::Nil;
@@ -20,7 +22,7 @@ struct MsgPackValue {
   double float_value = 0;
   std::string str;  // Str and Bin
   std::vector<MsgPackValue> array;
-  std::vector<std::pair<MsgPackValue, MsgPackValue>> map;
+  std::vector<MsgPackEntry> map;  // a struct, not std::pair: pair needs complete types
 
   /// Map lookup by string key; nullptr if absent or not a map.
   const MsgPackValue* find(std::string_view key) const;
@@ -28,6 +30,12 @@ struct MsgPackValue {
   uint64_t as_uint(std::string_view what) const;
   /// Str; Error naming `what` otherwise.
   const std::string& as_str(std::string_view what) const;
+};
+
+/// One key/value pair of a map, in file order.
+struct MsgPackEntry {
+  MsgPackValue key;
+  MsgPackValue value;
 };
 
 /// Parses exactly one MessagePack document covering all of `bytes`; `what` names it in errors.

@@ -120,9 +120,12 @@ void copy_out(const UOp& buffer, std::span<std::byte> data) {
 
 std::vector<UOp> realize(std::span<const UOp> bound_roots,
                          const std::vector<std::pair<std::string, int64_t>>& given_vals) {
-  auto [roots, var_vals] =
-      unbind_variables(std::vector<UOp>(bound_roots.begin(), bound_roots.end()));
-  for (const auto& [name, v] : given_vals) {
+  auto unbound = unbind_variables(std::vector<UOp>(bound_roots.begin(), bound_roots.end()));
+  const std::vector<UOp>& roots = unbound.first;
+  std::vector<std::pair<std::string, int64_t>>& var_vals = unbound.second;
+  for (const auto& given : given_vals) {
+    const std::string& name = given.first;  // (clang 14 lambdas cannot capture structured bindings)
+    const int64_t v = given.second;
     auto it =
         std::find_if(var_vals.begin(), var_vals.end(), [&](auto& kv) { return kv.first == name; });
     if (it == var_vals.end())

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "test/mockgpu/harness.h"
+#include "uop/float16.h"
 
 using namespace ugrad::mockgpu;
 using namespace ugrad::mockgpu::test;
@@ -197,9 +198,7 @@ TEST_CASE("VALU transcendentals are within 1 ulp of the exact function") {
 }
 
 TEST_CASE("VALU f16, packed math, mixed precision and f64") {
-  auto h = [](float f) {
-    return static_cast<uint32_t>(std::bit_cast<uint16_t>(static_cast<_Float16>(f)));
-  };
+  auto h = [](float f) { return static_cast<uint32_t>(ugrad::float_to_half(f)); };
   run_cases({
       {"v_add_f16 v0, v1, v2", 0xdead0000 | h(1.5f), h(0.25f), 0, h(1.75f)},
       {"v_fma_f16 v0, v1, v2, v3 op_sel:[1,0,1,1]", h(2.0f) << 16, h(3.0f), h(1.0f) << 16,
@@ -373,9 +372,7 @@ TEST_CASE("WMMA f32_16x16x16_f16 follows the gfx11 wave32 lane layout") {
       B[m][k] = static_cast<float>((m + 2 * k) % 5) * 0.5f;
       C[m][k] = static_cast<float>(m - k);
     }
-  auto h = [](float f) {
-    return static_cast<uint32_t>(std::bit_cast<uint16_t>(static_cast<_Float16>(f)));
-  };
+  auto h = [](float f) { return static_cast<uint32_t>(ugrad::float_to_half(f)); };
   for (int l = 0; l < kLanes; ++l) {
     for (int i = 0; i < 8; ++i) {
       r.v(i, l) = h(A[l % 16][2 * i]) | h(A[l % 16][2 * i + 1]) << 16;      // row l%16

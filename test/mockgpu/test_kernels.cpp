@@ -15,6 +15,7 @@
 #include "test/runtime/test_llvm_kernels.h"
 #include "uop/env.h"
 #include "uop/error.h"
+#include "uop/float16.h"
 
 using namespace ugrad;
 namespace tk = ugrad::test_kernels;
@@ -151,12 +152,12 @@ TEST_CASE("WMMA f16 16x16x16 and sdot4 kernels match C++ references") {
       B[i][j] = static_cast<float>(d(rng)) * 0.5f;
       C[i][j] = static_cast<float>(d(rng));
     }
-  std::vector<_Float16> fa(32 * 16), fb(32 * 16);
+  std::vector<uint16_t> fa(32 * 16), fb(32 * 16);  // f16 bits
   std::vector<float> fc(32 * 8);
   for (int l = 0; l < 32; ++l) {
     for (int k = 0; k < 16; ++k) {
-      fa[l * 16 + k] = static_cast<_Float16>(A[l % 16][k]);
-      fb[l * 16 + k] = static_cast<_Float16>(B[k][l % 16]);
+      fa[l * 16 + k] = float_to_half(static_cast<float>(A[l % 16][k]));
+      fb[l * 16 + k] = float_to_half(static_cast<float>(B[k][l % 16]));
     }
     for (int i = 0; i < 8; ++i) fc[l * 8 + i] = C[2 * i + l / 16][l % 16];
   }

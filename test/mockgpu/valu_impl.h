@@ -8,6 +8,7 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include "uop/float16.h"
 
 #include "test/mockgpu/emu.h"
 
@@ -95,9 +96,9 @@ void exec_vop(Wave& w, const Inst& in) {
         double f = as_f64(out[l]);
         out[l] = f64_bits(std::isnan(f) ? 0.0 : std::fmin(std::fmax(f, 0.0), 1.0));
       } else {
-        float f = static_cast<float>(std::bit_cast<_Float16>(static_cast<u16>(out[l])));
+        float f = half_to_float(static_cast<u16>(out[l]));
         f = std::isnan(f) ? 0.0f : std::fmin(std::fmax(f, 0.0f), 1.0f);
-        out[l] = std::bit_cast<u16>(static_cast<_Float16>(f));
+        out[l] = float_to_half(f);
       }
     }
   } else if (in.clamp && sp.kind != VKind::Cmp && sp.kind != VKind::Cmpx) {
@@ -163,8 +164,8 @@ inline float F32(u64 x) { return as_f32(static_cast<u32>(x)); }
 inline u64 R32(float f) { return f32_bits(f); }
 inline double F64(u64 x) { return as_f64(x); }
 inline u64 R64(double d) { return f64_bits(d); }
-inline float F16(u64 x) { return static_cast<float>(std::bit_cast<_Float16>(static_cast<u16>(x))); }
-inline u64 R16(float f) { return std::bit_cast<u16>(static_cast<_Float16>(f)); }
+inline float F16(u64 x) { return half_to_float(static_cast<u16>(x)); }
+inline u64 R16(float f) { return float_to_half(f); }
 
 /// IEEE-mode maximum/minimum: a NaN operand yields the other (both NaN: quiet NaN); -0 < +0.
 template <typename T>

@@ -113,7 +113,9 @@ TEST_CASE("demo model: quantized weights are the seeded F32 weights, quantized")
                                                     {GgmlType::Q8_0, 0.01},
                                                     {GgmlType::Q4_K, 0.15},
                                                     {GgmlType::IQ4_XS, 0.15}};
-  for (const auto& [type, tolerance] : tolerances) {
+  for (const auto& tc : tolerances) {
+    const GgmlType type = tc.first;  // (clang 14 lambdas, here INFO, cannot capture bindings)
+    const double tolerance = tc.second;
     INFO(format_of(type).name);
     DemoModelOptions o = base;
     o.weight_type = type;

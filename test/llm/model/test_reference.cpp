@@ -316,7 +316,9 @@ TEST_CASE("reference: demo-model logits are finite and spread, in every weight t
 TEST_CASE("reference: quantized demo models stay close to the F32 model of the same seed") {
   const std::pair<GgmlType, double> tolerances[] = {
       {GgmlType::F16, 0.01}, {GgmlType::Q8_0, 0.05}, {GgmlType::Q4_K, 0.35}};
-  for (const auto& [type, tolerance] : tolerances) {
+  for (const auto& tc : tolerances) {
+    const GgmlType type = tc.first;  // (clang 14 lambdas, here INFO, cannot capture bindings)
+    const double tolerance = tc.second;
     INFO(format_of(type).name);
     DemoModelOptions o = small_demo(type);
     ReferenceQwen3 quant(demo_file(o));

@@ -288,7 +288,9 @@ TEST_CASE("reference qwen35: cached decoding equals the whole-sequence recompute
                                                   {ModelArch::kQwen35, GgmlType::Q8_0},
                                                   {ModelArch::kQwen35, GgmlType::Q4_K},
                                                   {ModelArch::kQwen35Moe, GgmlType::Q8_0}};
-  for (const auto& [arch, type] : cases) {
+  for (const auto& c : cases) {
+    const ModelArch arch = c.first;  // (clang 14 lambdas, here INFO, cannot capture bindings)
+    const GgmlType type = c.second;
     INFO(arch_name(arch), " ", format_of(type).name);
     ReferenceQwen35 ref(demo_file(small_demo(arch, type)));
     CHECK(ref.hparams().recurrent == std::vector<bool>{true, false, true, false});
@@ -333,7 +335,10 @@ TEST_CASE("reference qwen35: demo-model logits are finite and spread, quantized 
       {ModelArch::kQwen35, GgmlType::Q4_K, 0.7},
       {ModelArch::kQwen35Moe, GgmlType::Q8_0, 0.25},
       {ModelArch::kQwen35Moe, GgmlType::Q4_K, kUnchecked}};
-  for (const auto& [arch, type, tolerance] : cases) {
+  for (const auto& c : cases) {
+    const ModelArch arch = std::get<0>(c);  // (clang 14 lambdas cannot capture bindings)
+    const GgmlType type = std::get<1>(c);
+    const double tolerance = std::get<2>(c);
     {
       INFO(arch_name(arch), " ", format_of(type).name);
       DemoModelOptions o = small_demo(arch, type);
