@@ -379,7 +379,6 @@ std::string device_of(const UOp& u) {
   return knob_str(Knob::DEV);
 }
 
-
 }  // namespace
 
 namespace {

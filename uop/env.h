@@ -22,7 +22,7 @@ namespace ugrad {
   X(CACHE_DIR, "", "Program cache directory (default $XDG_CACHE_HOME/ugrad or ~/.cache/ugrad)") \
   X(REWRITE_LIMIT, "1000000", "Step limit of graph_rewrite before it reports a looping rule")   \
   X(HIP_LIB, "", "Path of the HIP runtime library (default: libamdhip64.so, .so.6, .so.5)")     \
-  X(AMD_COV, "5", "AMD HSA code object version: 5 (default) or 4")                               \
+  X(AMD_COV, "5", "AMD HSA code object version: 5 (default) or 4")                              \
   X(MODELS_DIR, "", "Where `llm` looks up model aliases (default $XDG_CACHE_HOME/ugrad/models)")
 
 enum class Knob {

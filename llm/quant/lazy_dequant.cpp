@@ -42,7 +42,9 @@ class Blocks {
 Tensor nibbles(const Tensor& qs) { return cat({qs & 15, idiv(qs, 16)}, 1); }
 
 // (x >> shift) & mask for unsigned byte tensors, as division and remainder by powers of two.
-Tensor bits(const Tensor& x, int shift, int64_t mask) { return idiv(x, int64_t{1} << shift) & mask; }
+Tensor bits(const Tensor& x, int shift, int64_t mask) {
+  return idiv(x, int64_t{1} << shift) & mask;
+}
 
 // table[q] for a 4-bit index tensor, as a chain of selects over the 16 levels.
 Tensor lookup16(const Tensor& q, const int8_t (&table)[16]) {

@@ -174,6 +174,6 @@ TEST_CASE("intermediates of a captured graph share one planned arena; results st
     }
   }
   auto [arena, separate] = jit.arena_bytes();
-  CHECK(separate == 5 * 16 * sizeof(float));  // five intermediates; the sixth is the output
+  CHECK(separate == 5 * 16 * sizeof(float));    // five intermediates; the sixth is the output
   CHECK(arena <= 2 * 16 * sizeof(float) + 64);  // at most two alive at once (plus alignment)
 }
