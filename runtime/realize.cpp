@@ -13,6 +13,7 @@
 #include "schedule/schedule.h"
 #include "uop/env.h"
 #include "uop/error.h"
+#include "uop/verify.h"
 
 namespace ugrad {
 namespace {
@@ -47,6 +48,7 @@ std::shared_ptr<Program> program_for(Device& device, const UOp& ast) {
   auto key = std::make_pair(device.name(), ast);
   if (auto it = programs.find(key); it != programs.end()) return it->second;
   ++jit_stats().compiles;
+  verify_if_enabled(ast, "kernel AST");
   std::shared_ptr<Program> p = device.compile(codegen(ast, device.target()));
   programs.emplace(key, p);
   return p;

@@ -7,6 +7,7 @@
 
 #include "runtime/realize.h"
 #include "test/graph_helpers.h"
+#include "uop/env.h"
 #include "uop/error.h"
 
 using namespace ugrad;
@@ -173,4 +174,15 @@ TEST_CASE(
   UOp both = bind_variable(t, 3).cast(dtypes::float32) + bind_variable(t, 4).cast(dtypes::float32);
   CHECK_THROWS_WITH_AS(run(both), doctest::Contains("bound to both 3 and 4"), Error);
   CHECK_THROWS_WITH_AS(bind_variable(t, 40), doctest::Contains("outside its range"), Error);
+}
+
+TEST_CASE("with VERIFY=1 every new kernel AST passes the verifier") {
+  ScopedKnob verify(Knob::VERIFY, "1");
+  auto v = random_vec(7 * 13, 11);
+  UOp x = from(v, {7, 13});  // a shape no other test uses: its kernels are compiled here
+  UOp mx = mop(Op::EXPAND, reduce(x, Op::MAX, {1}), {7, 13});
+  UOp e = (x - mx).alu(Op::EXP2);
+  UOp sm = mop(Op::EXPAND, reduce(e, Op::ADD, {1}), {7, 13});
+  UOp padded = mop(Op::PAD, permute(e * sm.alu(Op::RECIP), {1, 0}), {1, 0, 0, 2});
+  CHECK(run(padded).size() == 14 * 9);
 }
