@@ -118,7 +118,7 @@ int run(const CliOptions& o) {
       fail("--prompt-ids: token id {} is outside the vocabulary [0, {})", id,
            s.model.config().vocab_size);
   StreamDecoder dec(s.tokenizer, false);
-  bool stream = !o.json && !o.benchmark;
+  bool stream = !o.json;
   GenerateResult r = s.generator.generate(ids, s.gen_options(o), [&](int32_t t) {
     if (stream && !s.tokenizer.is_end_of_generation(t)) {
       std::fputs(dec.push(t).c_str(), stdout);
