@@ -282,8 +282,17 @@ void register_valu(Registry& r) {
   UGRAD_VOP(r, "v_xor3_b32", B32, B32, B32, B32, 3, Normal, return a ^ b ^ c);
   UGRAD_VOP(r, "v_cndmask_b32", B32, B32, B32, B32, 2, MaskIn, return flag ? b : a);
   // ---- integer arithmetic ----
-  UGRAD_VOP(r, "v_add_nc_u32", B32, B32, B32, B32, 2, Normal, return lo(a + b));
-  UGRAD_VOP(r, "v_sub_nc_u32", B32, B32, B32, B32, 2, Normal, return lo(a - b));
+  // With the clamp bit these saturate to [0, 2^32 - 1] instead of wrapping.
+  UGRAD_VOP(
+      r, "v_add_nc_u32", B32, B32, B32, B32, 2, Normal, if (flag & kClampRequest) {
+        flag = kClampDone;
+        return std::min<u64>(u64{lo(a)} + lo(b), 0xffffffffu);
+      } return lo(a + b));
+  UGRAD_VOP(
+      r, "v_sub_nc_u32", B32, B32, B32, B32, 2, Normal, if (flag & kClampRequest) {
+        flag = kClampDone;
+        return lo(a) > lo(b) ? lo(a) - lo(b) : 0;
+      } return lo(a - b));
   UGRAD_VOP(r, "v_subrev_nc_u32", B32, B32, B32, B32, 2, Normal, return lo(b - a));
   UGRAD_VOP(r, "v_add_co_u32", B32, B32, B32, B32, 2, CarryOut, u64 s = a + b; flag = s >> 32;
             return lo(s));
@@ -334,6 +343,15 @@ void register_valu(Registry& r) {
                 std::max(std::min(slo(a), slo(b)), std::min(std::max(slo(a), slo(b)), slo(c))))));
   UGRAD_VOP(r, "v_med3_u32", B32, B32, B32, B32, 3, Normal,
             return std::max(std::min(lo(a), lo(b)), std::min(std::max(lo(a), lo(b)), lo(c))));
+  // gfx11 V_MAXMIN: D = min(max(S0, S1), S2); V_MINMAX: D = max(min(S0, S1), S2).
+  UGRAD_VOP(r, "v_maxmin_i32", B32, B32, B32, B32, 3, Normal,
+            return lo(sx(std::min(std::max(slo(a), slo(b)), slo(c)))));
+  UGRAD_VOP(r, "v_minmax_i32", B32, B32, B32, B32, 3, Normal,
+            return lo(sx(std::max(std::min(slo(a), slo(b)), slo(c)))));
+  UGRAD_VOP(r, "v_maxmin_u32", B32, B32, B32, B32, 3, Normal,
+            return std::min(std::max(lo(a), lo(b)), lo(c)));
+  UGRAD_VOP(r, "v_minmax_u32", B32, B32, B32, B32, 3, Normal,
+            return std::max(std::min(lo(a), lo(b)), lo(c)));
   // ---- f32 arithmetic ----
   UGRAD_VOP(r, "v_add_f32", F32, F32, F32, F32, 2, Normal, return R32(F32(a) + F32(b)));
   UGRAD_VOP(r, "v_sub_f32", F32, F32, F32, F32, 2, Normal, return R32(F32(a) - F32(b)));
@@ -347,6 +365,10 @@ void register_valu(Registry& r) {
             return R32(ieee_min(ieee_min(F32(a), F32(b)), F32(c))));
   UGRAD_VOP(r, "v_med3_f32", F32, F32, F32, F32, 3, Normal,
             return R32(med3(F32(a), F32(b), F32(c))));
+  UGRAD_VOP(r, "v_maxmin_f32", F32, F32, F32, F32, 3, Normal,
+            return R32(ieee_min(ieee_max(F32(a), F32(b)), F32(c))));
+  UGRAD_VOP(r, "v_minmax_f32", F32, F32, F32, F32, 3, Normal,
+            return R32(ieee_max(ieee_min(F32(a), F32(b)), F32(c))));
   UGRAD_VOP(r, "v_fma_f32", F32, F32, F32, F32, 3, Normal,
             return R32(std::fma(F32(a), F32(b), F32(c))));
   UGRAD_VOP(r, "v_fmamk_f32", F32, F32, F32, F32, 3, Normal,

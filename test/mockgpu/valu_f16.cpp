@@ -127,8 +127,17 @@ void register_valu_f16(Registry& r) {
   UGRAD_VOP(r, "v_and_b16", B16, B16, B16, B16, 2, Normal, return h(a & b));
   UGRAD_VOP(r, "v_or_b16", B16, B16, B16, B16, 2, Normal, return h(a | b));
   UGRAD_VOP(r, "v_xor_b16", B16, B16, B16, B16, 2, Normal, return h(a ^ b));
-  UGRAD_VOP(r, "v_add_nc_u16", B16, B16, B16, B16, 2, Normal, return h(a + b));
-  UGRAD_VOP(r, "v_sub_nc_u16", B16, B16, B16, B16, 2, Normal, return h(a - b));
+  // With the clamp bit these saturate to [0, 65535] instead of wrapping.
+  UGRAD_VOP(
+      r, "v_add_nc_u16", B16, B16, B16, B16, 2, Normal, if (flag & kClampRequest) {
+        flag = kClampDone;
+        return std::min<u64>(u64{h(a)} + h(b), 0xffff);
+      } return h(a + b));
+  UGRAD_VOP(
+      r, "v_sub_nc_u16", B16, B16, B16, B16, 2, Normal, if (flag & kClampRequest) {
+        flag = kClampDone;
+        return h(a) > h(b) ? h(a) - h(b) : 0;
+      } return h(a - b));
   UGRAD_VOP(r, "v_add_nc_i16", B16, B16, B16, B16, 2, Normal, return h(a + b));
   UGRAD_VOP(r, "v_sub_nc_i16", B16, B16, B16, B16, 2, Normal, return h(a - b));
   UGRAD_VOP(r, "v_mul_lo_u16", B16, B16, B16, B16, 2, Normal, return h(a * b));
@@ -140,6 +149,23 @@ void register_valu_f16(Registry& r) {
   UGRAD_VOP(r, "v_min_i16", B16, B16, B16, B16, 2, Normal, return s16(a) < s16(b) ? h(a) : h(b));
   UGRAD_VOP(r, "v_max_u16", B16, B16, B16, B16, 2, Normal, return h(a) > h(b) ? h(a) : h(b));
   UGRAD_VOP(r, "v_min_u16", B16, B16, B16, B16, 2, Normal, return h(a) < h(b) ? h(a) : h(b));
+  // Three-operand 16-bit integer max/min/median (ISA: D = max(S0, S1, S2) etc.).
+  UGRAD_VOP(r, "v_max3_i16", B16, B16, B16, B16, 3, Normal,
+            return h(static_cast<u64>(std::max({s16(a), s16(b), s16(c)}))));
+  UGRAD_VOP(r, "v_min3_i16", B16, B16, B16, B16, 3, Normal,
+            return h(static_cast<u64>(std::min({s16(a), s16(b), s16(c)}))));
+  UGRAD_VOP(r, "v_max3_u16", B16, B16, B16, B16, 3, Normal, return std::max({h(a), h(b), h(c)}));
+  UGRAD_VOP(r, "v_min3_u16", B16, B16, B16, B16, 3, Normal, return std::min({h(a), h(b), h(c)}));
+  UGRAD_VOP(r, "v_med3_i16", B16, B16, B16, B16, 3, Normal,
+            return h(static_cast<u64>(
+                std::max(std::min(s16(a), s16(b)), std::min(std::max(s16(a), s16(b)), s16(c))))));
+  UGRAD_VOP(r, "v_med3_u16", B16, B16, B16, B16, 3, Normal,
+            return std::max(std::min(h(a), h(b)), std::min(std::max(h(a), h(b)), h(c))));
+  // gfx11 V_MAXMIN: D = min(max(S0, S1), S2); V_MINMAX: D = max(min(S0, S1), S2).
+  UGRAD_VOP(r, "v_maxmin_f16", F16, F16, F16, F16, 3, Normal,
+            return R16(ieee_min(ieee_max(F16(a), F16(b)), F16(c))));
+  UGRAD_VOP(r, "v_minmax_f16", F16, F16, F16, F16, 3, Normal,
+            return R16(ieee_max(ieee_min(F16(a), F16(b)), F16(c))));
   UGRAD_VOP(r, "v_mad_u16", B16, B16, B16, B16, 3, Normal, return h(a * b + c));
   UGRAD_VOP(r, "v_mad_i16", B16, B16, B16, B16, 3, Normal, return h(a * b + c));
   UGRAD_VOP(r, "v_mad_u32_u16", B32, B16, B16, B32, 3, Normal, return lo(h(a) * h(b) + c));

@@ -14,6 +14,10 @@
 
 namespace ugrad::mockgpu {
 
+// `flag` protocol of integer clamp (VOP3 clamp bit on integer ops: saturate instead of wrap).
+inline constexpr uint32_t kClampRequest = 2, kClampDone = 4;
+
+
 using u16 = uint16_t;
 using u32 = uint32_t;
 using u64 = uint64_t;
@@ -80,11 +84,17 @@ void exec_vop(Wave& w, const Inst& in) {
                           : 0;
   u64 out[kLanes];
   u32 flags = 0;
+  // Integer clamp: the row sees kClampRequest in `flag` and answers kClampDone if it saturates.
+  const bool int_clamp = in.clamp && !is_float(sp.dst) && sp.kind == VKind::Normal;
+  bool clamp_done = true;
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
-    u32 flag = mask_in >> l & 1;
+    u32 flag = int_clamp ? kClampRequest : mask_in >> l & 1;
     out[l] = F{}(src[0][l], src[1][l], src[2][l], flag);
-    flags |= (flag & 1) << l;
+    if (int_clamp)
+      clamp_done = clamp_done && (flag & kClampDone);
+    else
+      flags |= (flag & 1) << l;
   }
   if (in.clamp && is_float(sp.dst)) {
     for (int l = 0; l < kLanes; ++l) {
@@ -101,7 +111,8 @@ void exec_vop(Wave& w, const Inst& in) {
         out[l] = float_to_half(f);
       }
     }
-  } else if (in.clamp && sp.kind != VKind::Cmp && sp.kind != VKind::Cmpx) {
+  } else if (in.clamp && sp.kind != VKind::Cmp && sp.kind != VKind::Cmpx &&
+             !(int_clamp && clamp_done)) {
     w.fail(in, "integer clamp is not modelled");
   }
   switch (sp.kind) {
