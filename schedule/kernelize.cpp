@@ -66,12 +66,6 @@ bool is_realized_view(const UOp& node) {
   return buffer_view(b, s) == node;
 }
 
-bool is_buffer_view(const UOp& node) {
-  UOp u = node;
-  while (is_movement(u.op())) u = u.src(0);
-  return u.op() == Op::BUFFER;
-}
-
 namespace {
 
 // Where a value is computed: the index of each axis of its shape, the ranges in scope, and a gate

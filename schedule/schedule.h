@@ -37,8 +37,6 @@ std::pair<std::vector<UOp>, std::vector<std::pair<std::string, int64_t>>> unbind
 /// The realized view of `buffer` with `shape`: RESHAPE to the maximum dims, then SHRINK to the
 /// symbolic ones where they differ.
 UOp buffer_view(const UOp& buffer, const Shape& shape);
-/// True for a BUFFER reached through RESHAPE/SHRINK/EXPAND/PERMUTE... only (no computation).
-bool is_buffer_view(const UOp& node);
 /// True when the node is exactly buffer_view(buffer, its shape): realized, contiguous, no kernel
 /// needed to read it.
 bool is_realized_view(const UOp& node);
