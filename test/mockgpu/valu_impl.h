@@ -17,7 +17,6 @@ namespace ugrad::mockgpu {
 // `flag` protocol of integer clamp (VOP3 clamp bit on integer ops: saturate instead of wrap).
 inline constexpr uint32_t kClampRequest = 2, kClampDone = 4;
 
-
 using u16 = uint16_t;
 using u32 = uint32_t;
 using u64 = uint64_t;
