@@ -7,7 +7,7 @@
 #include <limits>
 #include <string>
 
-#include "llm/quant/dequantize.h"
+#include "test/llm/reference/reference_math.h"
 #include "uop/error.h"
 
 namespace ugrad::llm::test {
@@ -15,43 +15,6 @@ namespace ugrad::llm::test {
 namespace {
 
 constexpr double kDefaultRopeTheta = 10000.0;  // llama.cpp's default without rope.freq_base
-
-uint32_t key_u32(const GgufFile& f, const std::string& key) {
-  if (!f.has(key)) fail("reference: metadata key '{}' is missing", key);
-  return f.get_u32(key);
-}
-
-// All elements of a tensor as f32 (via the reference dequantizers), after checking its dims.
-std::vector<float> decode(const GgufFile& f, const std::string& name, std::vector<uint64_t> dims) {
-  const GgufTensor& t = f.tensor(name);
-  if (t.dims != dims) fail("reference: tensor '{}' has unexpected dims", name);
-  std::vector<float> out(t.n_elements());
-  dequantize(t.type, t.data, out);
-  return out;
-}
-
-// y = W x for W stored as ggml [in, out]: row o holds the `in` weights of output o.
-std::vector<double> matvec(std::span<const float> w, std::span<const double> x, size_t out) {
-  const size_t in = x.size();
-  std::vector<double> y(out);
-  for (size_t o = 0; o < out; ++o) {
-    const float* row = w.data() + o * in;
-    double acc = 0;
-    for (size_t i = 0; i < in; ++i) acc += double(row[i]) * x[i];
-    y[o] = acc;
-  }
-  return y;
-}
-
-double silu(double v) { return v / (1.0 + std::exp(-v)); }
-
-// softmax in place; -inf entries get weight 0.
-void softmax(std::span<double> s) {
-  const double max = *std::max_element(s.begin(), s.end());
-  double sum = 0;
-  for (double& v : s) sum += (v = std::exp(v - max));
-  for (double& v : s) v /= sum;
-}
 
 }  // namespace
 
