@@ -80,8 +80,8 @@ int main(int argc, char** argv) {
   double weight_bytes =
       0;  // read once per decoded token (the embedding table is tied: read as output)
   for (const GgufTensor& t : file.tensors()) weight_bytes += static_cast<double>(t.nbytes);
-  Qwen3Model model(file, prompt_len + decode_len + 1, "CPU");
-  Generator gen(model);
+  std::unique_ptr<LanguageModel> model = load_model(file, prompt_len + decode_len + 1, "CPU");
+  Generator gen(*model);
   std::vector<int32_t> prompt(prompt_len);
   for (int64_t i = 0; i < prompt_len; ++i) prompt[i] = static_cast<int32_t>((i * 7919) % 150000);
 

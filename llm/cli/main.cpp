@@ -49,15 +49,15 @@ double weight_bytes(const GgufFile& file) {
 struct Session {
   GgufFile file;
   BpeTokenizer tokenizer;
-  Qwen3Model model;
+  std::unique_ptr<LanguageModel> model;
   Generator generator;
   double load_seconds;
 
   Session(const std::string& path, const CliOptions& o, std::chrono::steady_clock::time_point t0)
       : file(GgufFile::open(path)),
         tokenizer(vocab_from_gguf(file)),
-        model(file, o.max_context, o.device),
-        generator(model),
+        model(load_model(file, o.max_context, o.device)),
+        generator(*model),
         load_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()) {
   }
 
@@ -114,9 +114,9 @@ int run(const CliOptions& o) {
   std::vector<int32_t> ids =
       o.prompt_ids.empty() ? s.encode_prompt(*o.prompt, o, nullptr) : o.prompt_ids;
   for (int32_t id : ids)
-    if (id < 0 || id >= static_cast<int32_t>(s.model.config().vocab_size))
+    if (id < 0 || id >= static_cast<int32_t>(s.model->config().vocab_size))
       fail("--prompt-ids: token id {} is outside the vocabulary [0, {})", id,
-           s.model.config().vocab_size);
+           s.model->config().vocab_size);
   StreamDecoder dec(s.tokenizer, false);
   bool stream = !o.json;
   GenerateResult r = s.generator.generate(ids, s.gen_options(o), [&](int32_t t) {

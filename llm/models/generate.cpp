@@ -19,11 +19,17 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt, const Genera
   Sampler sampler(options.sampling);
   using clock = std::chrono::steady_clock;
 
-  // Reuse the cached prefix; at least the last prompt token is fed again to get its logits.
+  // Reuse the cached prefix. A KV cache can roll back: at least the last prompt token is fed
+  // again to get its logits. A recurrent state cannot: it continues only when the prompt strictly
+  // extends every token it has consumed, and otherwise starts over.
   size_t common = 0;
   while (common < cached_.size() && common < prompt.size() && cached_[common] == prompt[common])
     ++common;
   size_t start = std::min(common, prompt.size() - 1);
+  if (model_.recurrent() && start != cached_.size()) {
+    model_.reset();
+    start = 0;
+  }
   result.reused_tokens = static_cast<int64_t>(start);
   cached_.assign(prompt.begin(), prompt.begin() + start);
 
@@ -31,7 +37,7 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt, const Genera
   std::vector<float> logits;
   for (size_t pos = start; pos < prompt.size(); pos += options.chunk) {
     size_t n = std::min<size_t>(options.chunk, prompt.size() - pos);
-    logits = model_.forward(prompt.subspan(pos, n), static_cast<int64_t>(pos));
+    logits = model_.forward(prompt.subspan(pos, n), static_cast<int64_t>(pos)).to_vector<float>();
     cached_.insert(cached_.end(), prompt.begin() + pos, prompt.begin() + pos + n);
   }
   auto t1 = clock::now();
@@ -46,7 +52,7 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt, const Genera
     if (!go_on || (options.is_stop && options.is_stop(tok))) break;
     if (static_cast<int64_t>(cached_.size()) >= ctx || i + 1 == options.max_tokens) break;
     int32_t one[] = {tok};
-    logits = model_.forward(one, static_cast<int64_t>(cached_.size()));
+    logits = model_.forward(one, static_cast<int64_t>(cached_.size())).to_vector<float>();
     cached_.push_back(tok);
   }
   result.decode_seconds = std::chrono::duration<double>(clock::now() - t1).count();

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "llm/models/qwen3.h"
+#include "llm/models/model.h"
 #include "llm/models/sampler.h"
 
 namespace ugrad::llm {
@@ -29,7 +29,7 @@ struct GenerateResult {
 
 class Generator {
  public:
-  explicit Generator(Qwen3Model& model) : model_(model) {}
+  explicit Generator(LanguageModel& model) : model_(model) {}
   /// Generates after `prompt`; `on_token` sees each new token and may return false to stop.
   /// A prompt longer than the model's context is an Error.
   GenerateResult generate(std::span<const int32_t> prompt, const GenerateOptions& options,
@@ -38,7 +38,7 @@ class Generator {
   const std::vector<int32_t>& cached_tokens() const { return cached_; }
 
  private:
-  Qwen3Model& model_;
+  LanguageModel& model_;
   std::vector<int32_t> cached_;
 };
 

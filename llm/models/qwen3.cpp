@@ -166,7 +166,7 @@ Tensor Qwen3Model::body(Tensor x, const Tensor& cos, const Tensor& sin, int64_t 
   return rms_norm(last, output_norm_, config_.rms_eps).linear(output_);
 }
 
-std::vector<float> Qwen3Model::forward(std::span<const int32_t> tokens, int64_t start_pos) {
+Tensor Qwen3Model::forward(std::span<const int32_t> tokens, int64_t start_pos) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   if (n == 0) fail("forward: no tokens");
   if (start_pos < 0 || start_pos + n > max_context_)
@@ -188,7 +188,7 @@ std::vector<float> Qwen3Model::forward(std::span<const int32_t> tokens, int64_t 
         },
         fmt::format("qwen3 forward n={}", n));
   std::vector<UOp> out = (*jit)({x.node(), cos.node(), sin.node()}, var_vals_);
-  return Tensor(out[0], device_).to_vector<float>();
+  return Tensor(out[0], device_);
 }
 
 }  // namespace ugrad::llm

@@ -12,24 +12,24 @@
 
 #include "llm/gguf/gguf.h"
 #include "llm/model/config.h"
+#include "llm/models/model.h"
 #include "runtime/jit.h"
 #include "tensor/tensor.h"
 
 namespace ugrad::llm {
 
-class Qwen3Model {
+class Qwen3Model : public LanguageModel {
  public:
   /// Loads the model's weights (quantized, as in the file) onto `device` with a zeroed KV cache
   /// of `max_context` positions. An Error names what is wrong with the file.
   Qwen3Model(const GgufFile& file, int64_t max_context, const std::string& device = "");
 
-  /// Runs `tokens` at positions [start_pos, start_pos + tokens.size()), writing their keys and
-  /// values into the cache, and returns the logits of the last one (vocab floats). Positions
-  /// before start_pos must hold the cache of the same prefix.
-  std::vector<float> forward(std::span<const int32_t> tokens, int64_t start_pos);
+  /// Writes the tokens' keys and values into the cache; see LanguageModel::forward.
+  Tensor forward(std::span<const int32_t> tokens, int64_t start_pos) override;
 
-  const ModelConfig& config() const { return config_; }
-  int64_t max_context() const { return max_context_; }
+  const ModelConfig& config() const override { return config_; }
+  int64_t max_context() const override { return max_context_; }
+  const std::string& device() const override { return device_; }
 
  private:
   struct Layer {

@@ -49,12 +49,12 @@ void check_against_reference(GgmlType type, bool tied, double tol) {
   // captures, the rest replay.
   std::vector<int32_t> prompt{1, 17, 200, 42, 99, 7, 3, 250, 64, 12};
   // Prefill the first four at once, then one token at a time.
-  std::vector<float> got = model.forward(std::span(prompt).first(4), 0);
+  std::vector<float> got = model.forward(std::span(prompt).first(4), 0).to_vector<float>();
   std::vector<float> want;
   for (uint32_t p = 0; p < 4; ++p) want = ref.forward(prompt[p], p);
   CHECK(rel_err(got, want) < tol);
   for (uint32_t p = 4; p < prompt.size(); ++p) {
-    got = model.forward(std::span(prompt).subspan(p, 1), p);
+    got = model.forward(std::span(prompt).subspan(p, 1), p).to_vector<float>();
     want = ref.forward(prompt[p], p);
     CAPTURE(p);
     CHECK(rel_err(got, want) < tol);
@@ -80,13 +80,14 @@ TEST_CASE("chunked prefill, token-by-token prefill and JIT replay give the same 
   GgufFile file = demo(GgmlType::Q8_0, true, 5);
   std::vector<int32_t> prompt{5, 9, 14, 200, 33, 71, 8, 120, 45};
   Qwen3Model whole(file, 32, "CPU"), by_token(file, 32, "CPU"), chunks(file, 32, "CPU");
-  std::vector<float> a = whole.forward(prompt, 0);
+  std::vector<float> a = whole.forward(prompt, 0).to_vector<float>();
   std::vector<float> b;
   for (size_t p = 0; p < prompt.size(); ++p)
-    b = by_token.forward(std::span(prompt).subspan(p, 1), p);
+    b = by_token.forward(std::span(prompt).subspan(p, 1), p).to_vector<float>();
   std::vector<float> c;
   for (size_t p = 0; p < prompt.size(); p += 2)
-    c = chunks.forward(std::span(prompt).subspan(p, std::min<size_t>(2, prompt.size() - p)), p);
+    c = chunks.forward(std::span(prompt).subspan(p, std::min<size_t>(2, prompt.size() - p)), p)
+            .to_vector<float>();
   CHECK(rel_err(a, b) < 1e-5);
   CHECK(rel_err(a, c) < 1e-5);
 }

@@ -1,0 +1,22 @@
+#include "llm/models/model.h"
+
+#include "llm/models/qwen3.h"
+#include "uop/error.h"
+
+namespace ugrad::llm {
+
+std::unique_ptr<LanguageModel> load_model(const GgufFile& file, int64_t max_context,
+                                          const std::string& device) {
+  ModelConfig config = ModelConfig::from_gguf(file);
+  switch (config.arch) {
+    case ModelArch::kQwen3:
+      return std::make_unique<Qwen3Model>(file, max_context, device);
+    case ModelArch::kQwen3Moe:
+    case ModelArch::kQwen35:
+    case ModelArch::kQwen35Moe:
+      break;
+  }
+  fail("model: architecture '{}' is not supported yet", arch_name(config.arch));
+}
+
+}  // namespace ugrad::llm
