@@ -12,6 +12,7 @@
 
 #include "llm/gguf/gguf.h"
 #include "llm/model/config.h"
+#include "llm/models/layers.h"
 #include "llm/models/model.h"
 #include "runtime/jit.h"
 #include "tensor/tensor.h"
@@ -34,13 +35,16 @@ class Qwen3Model : public LanguageModel {
  private:
   struct Layer {
     Tensor attn_norm, wq, wk, wv, wo, q_norm, k_norm, ffn_norm, w_gate, w_up, w_down;
-    Tensor cache_k, cache_v;  // (max_context, n_kv_heads, head_dim) float16
+    KvCache cache;
   };
-  Tensor embed(std::span<const int32_t> tokens) const;
-  UOp start_pos_var(int64_t n) const;
-  Tensor attention(Layer& layer, const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t n);
-  std::pair<Tensor, Tensor> rope_tables(int64_t start_pos, int64_t n) const;
-  Tensor body(Tensor x, const Tensor& cos, const Tensor& sin, int64_t n);
+  // One captured graph per row count: kMaxChunk (prefill, padded) and 1 (decode).
+  struct Step {
+    Chunk chunk;
+    std::unique_ptr<GraphJit> jit;
+  };
+  Tensor attention(Layer& layer, const Tensor& x, const Tensor& cos, const Tensor& sin,
+                   const Chunk& chunk);
+  Tensor body(Tensor x, const Tensor& cos, const Tensor& sin, const Chunk& chunk);
 
   GgufFile file_;
   ModelConfig config_;
@@ -50,7 +54,7 @@ class Qwen3Model : public LanguageModel {
   std::vector<Layer> layers_;
   Tensor output_norm_, output_;
   std::vector<std::pair<std::string, int64_t>> var_vals_;  // of the current forward call
-  std::map<int64_t, std::unique_ptr<GraphJit>> jits_;      // by chunk length
+  std::map<int64_t, Step> steps_;                          // by row count
 };
 
 }  // namespace ugrad::llm

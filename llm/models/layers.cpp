@@ -1,0 +1,116 @@
+#include "llm/models/layers.h"
+
+#include <cmath>
+
+#include "llm/models/model.h"
+#include "llm/quant/dequantize.h"
+#include "llm/quant/lazy_dequant.h"
+#include "uop/error.h"
+
+namespace ugrad::llm {
+
+Chunk make_chunk(int64_t rows, int64_t max_context) {
+  UOp len = rows == 1 ? dim(1) : UOp::variable("chunk_len", 1, rows);
+  return {rows, UOp::variable("start_pos", 0, max_context - 1), len};
+}
+
+std::vector<std::pair<std::string, int64_t>> Chunk::var_vals(int64_t start_pos, int64_t n) const {
+  std::vector<std::pair<std::string, int64_t>> vv{
+      {this->start_pos.arg_as<ParamArg>().name, start_pos}};
+  if (rows != 1) vv.emplace_back(len.arg_as<ParamArg>().name, n);
+  return vv;
+}
+
+Tensor load_weight(const GgufTensor& t, const std::string& device) {
+  std::vector<int64_t> shape(t.dims.rbegin(), t.dims.rend());  // ggml lists innermost first
+  Tensor raw = Tensor::from_bytes(std::as_bytes(t.data), {static_cast<int64_t>(t.data.size())},
+                                  dtypes::uint8, device);
+  return dequantize_lazy(raw, t.type, shape);
+}
+
+Tensor rms_norm(const Tensor& x, const Tensor& w, float eps) {
+  return x * (x.square().mean({-1}, true) + eps).rsqrt() * w;
+}
+
+Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin) {
+  const int64_t rows = x.size(0), heads = x.size(1), hd = x.size(2), half = cos.size(-1);
+  auto part = [&](int64_t lo, int64_t hi) { return x.shrink({{0, rows}, {0, heads}, {lo, hi}}); };
+  Tensor x1 = part(0, half), x2 = part(half, 2 * half);
+  std::vector<Tensor> parts{x1 * cos - x2 * sin, x2 * cos + x1 * sin};
+  if (2 * half < hd) parts.push_back(part(2 * half, hd));
+  return cat(parts, 2);
+}
+
+std::pair<Tensor, Tensor> rope_tables(int64_t start_pos, int64_t rows, int64_t n_rot, float theta,
+                                      const std::string& device) {
+  const int64_t half = n_rot / 2;
+  std::vector<float> cos_t(rows * half), sin_t(rows * half);
+  for (int64_t p = 0; p < rows; ++p)
+    for (int64_t i = 0; i < half; ++i) {
+      double angle = static_cast<double>(start_pos + p) *
+                     std::pow(static_cast<double>(theta), -2.0 * i / static_cast<double>(n_rot));
+      cos_t[p * half + i] = static_cast<float>(std::cos(angle));
+      sin_t[p * half + i] = static_cast<float>(std::sin(angle));
+    }
+  return {Tensor::from_vector(cos_t, {rows, 1, half}, dtypes::float32, device),
+          Tensor::from_vector(sin_t, {rows, 1, half}, dtypes::float32, device)};
+}
+
+Tensor swiglu(const Tensor& h, const Tensor& gate, const Tensor& up, const Tensor& down) {
+  return (h.linear(gate).silu() * h.linear(up)).linear(down);
+}
+
+// Rows past max_context - 1 take the padding of a chunk that starts near the end.
+KvCache::KvCache(int64_t max_context, int64_t kv_heads, int64_t head_dim, const std::string& device)
+    : max_context_(max_context), kv_heads_(kv_heads), head_dim_(head_dim), device_(device) {
+  const int64_t rows = max_context + LanguageModel::kMaxChunk - 1;
+  k_ = Tensor::zeros({kv_heads, rows, head_dim}, dtypes::float16, device).contiguous();
+  v_ = Tensor::zeros({kv_heads, rows, head_dim}, dtypes::float16, device).contiguous();
+  k_.realize();
+  v_.realize();
+}
+
+Tensor KvCache::attend(const Tensor& q, const Tensor& k, const Tensor& v, const Chunk& chunk,
+                       const std::vector<std::pair<std::string, int64_t>>& var_vals) {
+  const int64_t n = chunk.rows, heads = q.size(1), hd = head_dim_, kvh = kv_heads_;
+  const int64_t group = heads / kvh;
+  const UOp& sp = chunk.start_pos;
+  auto at = [&](const Tensor& cache, const UOp& lo, const UOp& hi) {
+    return cache.shrink_to({{dim(0), dim(kvh)}, {lo, hi}, {dim(0), dim(hd)}});
+  };
+  Tensor writes[] = {at(k_, sp, sp + n).assign(k.permute({1, 0, 2}).cast(dtypes::float16)),
+                     at(v_, sp, sp + n).assign(v.permute({1, 0, 2}).cast(dtypes::float16))};
+  Tensor::realize_all(writes, var_vals);
+  // Keys [0, start_pos + rows): a symbolic length, so a step reads only the filled prefix.
+  Tensor keys = at(k_, dim(0), sp + n).cast(dtypes::float32);  // (kvh, L, hd)
+  Tensor values = at(v_, dim(0), sp + n).cast(dtypes::float32);
+  Tensor qg = q.reshape({n, kvh, group, hd}).permute({1, 2, 0, 3});  // (kvh, group, n, hd)
+  Tensor scores = qg.matmul(keys.unsqueeze(1).transpose()) *
+                  (1.0 / std::sqrt(static_cast<double>(hd)));  // (kvh, group, n, L)
+  Tensor query_pos =
+      (Tensor::from_dim(sp, device_) + Tensor::arange(n, dtypes::int32, device_)).reshape({n, 1});
+  Tensor key_pos =
+      Tensor::arange(max_context_ + LanguageModel::kMaxChunk - 1, dtypes::int32, device_)
+          .shrink_to({{dim(0), sp + n}})
+          .reshape_to({dim(1), sp + n});
+  Tensor mask = key_pos.le(query_pos).where(0.0, -INFINITY);             // (n, L)
+  Tensor out = (scores + mask).softmax(-1).matmul(values.unsqueeze(1));  // (kvh, group, n, hd)
+  return out.permute({2, 0, 1, 3}).reshape({n, heads * hd});
+}
+
+Tensor embed_rows(const GgufTensor& table, std::span<const int32_t> tokens, int64_t rows,
+                  const std::string& device) {
+  const int64_t dim = static_cast<int64_t>(table.dims.at(0)),
+                vocab = static_cast<int64_t>(table.dims.at(1));
+  const size_t row_bytes_n = row_bytes(table.type, dim);
+  std::vector<float> out(rows * dim, 0.0f);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || tokens[i] >= vocab)
+      fail("token id {} is outside the vocabulary [0, {})", tokens[i], vocab);
+    auto src = table.data.subspan(static_cast<size_t>(tokens[i]) * row_bytes_n, row_bytes_n);
+    dequantize(table.type, src, std::span<float>(out).subspan(i * dim, dim));
+  }
+  return Tensor::from_vector(out, {rows, dim}, dtypes::float32, device);
+}
+
+}  // namespace ugrad::llm

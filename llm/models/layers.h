@@ -1,0 +1,71 @@
+// Building blocks the Qwen models share, on the tensor API: weights over their GGUF bytes, RMSNorm,
+// NEOX RoPE, the SwiGLU FFN and attention over a half-precision KV cache. A forward call runs a
+// Chunk: `len` real tokens at [start_pos, start_pos + len) in `rows` rows (prefill pads to
+// LanguageModel::kMaxChunk rows so one captured graph serves every length; decode has rows = 1).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "llm/gguf/gguf.h"
+#include "tensor/tensor.h"
+
+namespace ugrad::llm {
+
+/// The positions one forward call runs. start_pos and len are variables (bound per call), so
+/// every call with the same `rows` has the same graph.
+struct Chunk {
+  int64_t rows;   // static row count of every activation
+  UOp start_pos;  // variable in [0, max_context - 1]
+  UOp len;        // real tokens: a variable in [1, rows], or the constant 1 when rows == 1
+  /// The variables' values for a call.
+  std::vector<std::pair<std::string, int64_t>> var_vals(int64_t start_pos, int64_t len) const;
+};
+
+/// The chunk of `rows` rows for a model of `max_context` positions.
+Chunk make_chunk(int64_t rows, int64_t max_context);
+
+/// A GGUF matrix [ne0 = in, ne1 = out] as a lazy (out, in) float32 tensor over its raw bytes, a
+/// vector [n] as (n,): dequantized inside whatever kernel consumes it.
+Tensor load_weight(const GgufTensor& t, const std::string& device);
+
+/// x / sqrt(mean(x^2) + eps) * w over the last axis.
+Tensor rms_norm(const Tensor& x, const Tensor& w, float eps);
+
+/// NEOX RoPE on the first 2 * cos.size(-1) dims of each head of x (rows, heads, head_dim):
+/// (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin) on the two halves; the rest passes through.
+/// cos and sin are (rows, 1, n_rot / 2).
+Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin);
+
+/// The cos and sin tables of positions [start_pos, start_pos + rows) for `n_rot` rotated dims
+/// of base `theta`, computed on the host: two (rows, 1, n_rot / 2) float32 tensors.
+std::pair<Tensor, Tensor> rope_tables(int64_t start_pos, int64_t rows, int64_t n_rot, float theta,
+                                      const std::string& device);
+
+/// down(silu(gate(h)) * up(h)).
+Tensor swiglu(const Tensor& h, const Tensor& gate, const Tensor& up, const Tensor& down);
+
+/// One layer's keys and values in float16.
+class KvCache {
+ public:
+  KvCache(int64_t max_context, int64_t kv_heads, int64_t head_dim, const std::string& device);
+  /// Writes k and v (rows, kv_heads, head_dim) at the chunk's positions, then returns causal
+  /// grouped-query attention of q (rows, heads, head_dim) over every cached position up to each
+  /// query's own: (rows, heads * head_dim). Padded rows write rows past the real ones, which the
+  /// next call overwrites before any real query can see them.
+  Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const Chunk& chunk,
+                const std::vector<std::pair<std::string, int64_t>>& var_vals);
+
+ private:
+  int64_t max_context_, kv_heads_, head_dim_;
+  std::string device_;
+  Tensor k_, v_;
+};
+
+/// Embedding rows of `tokens` dequantized on the host (only the rows needed), padded with zero
+/// rows to `rows`: (rows, dim) float32 on `device`. An Error names a token outside the table.
+Tensor embed_rows(const GgufTensor& table, std::span<const int32_t> tokens, int64_t rows,
+                  const std::string& device);
+
+}  // namespace ugrad::llm
