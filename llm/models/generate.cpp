@@ -14,7 +14,8 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt, const Genera
   if (static_cast<int64_t>(prompt.size()) > ctx)
     fail("generate: the prompt has {} tokens but the context holds {} (raise --max-context)",
          prompt.size(), ctx);
-  if (options.chunk < 1) fail("generate: chunk length {} must be at least 1", options.chunk);
+  if (options.chunk < 1 || options.chunk > LanguageModel::kMaxChunk)
+    fail("generate: chunk length {} is outside [1, {}]", options.chunk, LanguageModel::kMaxChunk);
   GenerateResult result;
   Sampler sampler(options.sampling);
   using clock = std::chrono::steady_clock;

@@ -15,7 +15,7 @@ namespace ugrad::llm {
 struct GenerateOptions {
   int64_t max_tokens = 256;
   SamplingOptions sampling;
-  int64_t chunk = 32;    // prefill chunk length
+  int64_t chunk = LanguageModel::kMaxChunk;  // prefill chunk length
   int top_logprobs = 0;  // > 0: record the top K (token, logprob) pairs at every position
   std::function<bool(int32_t)> is_stop;  // end-of-generation tokens
 };

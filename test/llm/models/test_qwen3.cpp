@@ -8,6 +8,7 @@
 #include "llm/model/demo_model.h"
 #include "llm/models/generate.h"
 #include "llm/models/qwen3.h"
+#include "runtime/jit.h"
 #include "test/llm/reference/qwen3_reference.h"
 #include "uop/error.h"
 
@@ -90,6 +91,34 @@ TEST_CASE("chunked prefill, token-by-token prefill and JIT replay give the same 
             .to_vector<float>();
   CHECK(rel_err(a, b) < 1e-5);
   CHECK(rel_err(a, c) < 1e-5);
+}
+
+// Every prefill chunk length runs through one graph padded to kMaxChunk rows: after two calls of
+// each graph (eager, capture) nothing is scheduled or compiled, whatever the lengths, and the
+// padded rows never reach the real ones (not even past the end of the context).
+TEST_CASE("one prefill graph serves every chunk length") {
+  GgufFile file = demo(GgmlType::Q8_0, true, 7);
+  const int64_t ctx = 80;
+  Qwen3Model chunked(file, ctx, "CPU"), by_token(file, ctx, "CPU");
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 78; ++i) prompt.push_back((i * 37 + 11) % 256);
+  std::vector<size_t> lengths{5, 1, 7, 1, 13, 2, 32, 3, 14};  // sums to 78: ends 2 before ctx
+  std::vector<float> got, want;
+  size_t pos = 0;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    if (i == 4) jit_stats() = {};  // both graphs have been called twice by now
+    got = chunked.forward(std::span(prompt).subspan(pos, lengths[i]), static_cast<int64_t>(pos))
+              .to_vector<float>();
+    for (size_t p = pos; p < pos + lengths[i]; ++p)
+      want = by_token.forward(std::span(prompt).subspan(p, 1), static_cast<int64_t>(p))
+                 .to_vector<float>();
+    pos += lengths[i];
+    CAPTURE(pos);
+    CHECK(rel_err(got, want) < 1e-5);
+  }
+  CHECK(jit_stats().schedules == 0);
+  CHECK(jit_stats().compiles == 0);
+  CHECK_THROWS_WITH_AS(chunked.forward(prompt, 0), doctest::Contains("the most is 32"), Error);
 }
 
 TEST_CASE("generate: prefix reuse gives the same tokens as a fresh run") {
