@@ -23,6 +23,11 @@ std::vector<std::pair<std::string, int64_t>> Chunk::var_vals(int64_t start_pos, 
 
 Tensor load_weight(const GgufTensor& t, const std::string& device) {
   std::vector<int64_t> shape(t.dims.rbegin(), t.dims.rend());  // ggml lists innermost first
+  // Plain float types are tensors of their own dtype: no byte reassembly in every kernel.
+  if (t.type == GgmlType::F32 || t.type == GgmlType::F16)
+    return Tensor::from_bytes(std::as_bytes(t.data), shape,
+                              t.type == GgmlType::F32 ? dtypes::float32 : dtypes::float16, device)
+        .cast(dtypes::float32);
   Tensor raw = Tensor::from_bytes(std::as_bytes(t.data), {static_cast<int64_t>(t.data.size())},
                                   dtypes::uint8, device);
   return dequantize_lazy(raw, t.type, shape);
@@ -84,7 +89,9 @@ Tensor KvCache::attend(const Tensor& q, const Tensor& k, const Tensor& v, const 
   // Keys [0, start_pos + rows): a symbolic length, so a step reads only the filled prefix.
   Tensor keys = at(k_, dim(0), sp + n).cast(dtypes::float32);  // (kvh, L, hd)
   Tensor values = at(v_, dim(0), sp + n).cast(dtypes::float32);
-  Tensor qg = q.reshape({n, kvh, group, hd}).permute({1, 2, 0, 3});  // (kvh, group, n, hd)
+  // q is materialized: fused into the scores it would be normed and rotated once per key.
+  Tensor qg =
+      q.contiguous().reshape({n, kvh, group, hd}).permute({1, 2, 0, 3});  // (kvh, group, n, hd)
   Tensor scores = qg.matmul(keys.unsqueeze(1).transpose()) *
                   (1.0 / std::sqrt(static_cast<double>(hd)));  // (kvh, group, n, L)
   Tensor query_pos =

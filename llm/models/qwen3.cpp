@@ -37,8 +37,11 @@ Tensor Qwen3Model::attention(Layer& l, const Tensor& h, const Tensor& cos, const
                              const Chunk& chunk) {
   const int64_t n = chunk.rows, heads = config_.n_heads, kv_heads = config_.n_kv_heads,
                 hd = config_.head_dim;
-  Tensor q = rms_norm(h.linear(l.wq).reshape({n, heads, hd}), l.q_norm, config_.rms_eps);
-  Tensor k = rms_norm(h.linear(l.wk).reshape({n, kv_heads, hd}), l.k_norm, config_.rms_eps);
+  // The projections are materialized: the norm's reduce and the rotation both read them.
+  Tensor q =
+      rms_norm(h.linear(l.wq).contiguous().reshape({n, heads, hd}), l.q_norm, config_.rms_eps);
+  Tensor k =
+      rms_norm(h.linear(l.wk).contiguous().reshape({n, kv_heads, hd}), l.k_norm, config_.rms_eps);
   Tensor v = h.linear(l.wv).reshape({n, kv_heads, hd});
   Tensor out = l.cache.attend(rope(q, cos, sin), rope(k, cos, sin), v, chunk, var_vals_);
   return out.linear(l.wo);
