@@ -9,6 +9,7 @@
 
 #include "codegen/decomp.h"
 #include "codegen/expand.h"
+#include "codegen/gather_load.h"
 #include "codegen/gpu_decomp.h"
 #include "codegen/gpu_dims.h"
 #include "codegen/gpu_opts.h"
@@ -112,8 +113,10 @@ std::string print_linear(const std::vector<UOp>& program) {
 
 }  // namespace
 
-KernelSource codegen(const UOp& ast, const CodegenTarget& target, const CodegenOptions& options) {
-  check_ast(ast);
+KernelSource codegen(const UOp& kernel, const CodegenTarget& target,
+                     const CodegenOptions& options) {
+  check_ast(kernel);
+  const UOp ast = gather_loads(kernel);  // before the opts: a gather's loop over r is gone
   const int debug = debug_level();
   KernelSource ks;
   KernelSignature sig = signature(ast);

@@ -317,7 +317,8 @@ class KernelBuilder {
       reduce_ranges_[ctx_key(u.node(), c)] =
           std::vector<UOp>(s.scope.begin() + c.scope.size(), s.scope.end());
       out.emplace_back(u.src(0), s);
-    } else if (u.op() == Op::BUFFER || u.op() == Op::CONST || u.op() == Op::PARAM) {
+    } else if (u.op() == Op::BUFFER || u.op() == Op::CONST || u.op() == Op::PARAM ||
+               u.op() == Op::RANGE) {
     } else if (is_alu(u.op()) || u.op() == Op::CONTIGUOUS || u.op() == Op::DETACH) {
       for (const UOp& s : u.src()) out.emplace_back(s, c);
     } else {
@@ -333,6 +334,8 @@ class KernelBuilder {
       case Op::CONST:
       case Op::PARAM:
         return u;
+      case Op::RANGE:  // an arange: its value is the index of its one axis
+        return c.idx.at(0).cast(u.dtype());
       case Op::CONTIGUOUS:
       case Op::DETACH:
         return v[0];

@@ -3,8 +3,6 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
-#include <map>
-#include <mutex>
 
 #include "runtime/realize.h"
 #include "tensor/tensor.h"
@@ -165,16 +163,10 @@ Tensor Tensor::arange(double start, double stop, double step, DType dtype,
   return from_ints(v, {n}, dtype, device);
 }
 
+// A RANGE leaf, not an uploaded buffer: in a kernel it is the loop index itself, so the code
+// generator sees where(r == idx, x[r], 0) in a gather and can turn it into a direct load.
 Tensor tensor_detail::index_range(int64_t n, const std::string& device) {
-  static std::mutex mutex;
-  static std::map<std::pair<int64_t, std::string>, Tensor> cache;
-  std::string dev = resolve_device(device);
-  std::lock_guard lock(mutex);
-  auto key = std::make_pair(n, dev);
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
-  Tensor t = Tensor::arange(n, dtypes::int32, dev);
-  cache.emplace(key, t);
-  return t;
+  return Tensor(UOp::make(Op::RANGE, dtypes::int32, {dim(n)}, RangeArg{}), resolve_device(device));
 }
 
 Tensor Tensor::eye(int64_t n, std::optional<int64_t> m, DType dtype, const std::string& device) {

@@ -46,9 +46,8 @@ std::pair<Tensor, Tensor> broadcast_pair(const Tensor& a, const Tensor& b, std::
 /// A Number as a tensor with `like`'s device, promoted against `like`'s dtype.
 Tensor number_operand(Number n, const Tensor& like);
 
-/// arange(n) as int32 on `device`, uploaded once per (n, device) and shared: internal index
-/// vectors (argmax, gather, embedding, one_hot, triangles) never return this buffer itself, so
-/// nothing can assign into it.
+/// arange(n) as int32 on `device`: a RANGE leaf (no memory) that a kernel reads as its loop
+/// index, for the internal index vectors of argmax, gather, embedding, one_hot and triangles.
 Tensor index_range(int64_t n, const std::string& device);
 
 /// The float dtype an int/bool tensor computes in (float32), or its own float dtype.

@@ -85,6 +85,8 @@ Shape infer(const UOp& u) {
     case Op::CONST:
     case Op::PARAM:
       return {};
+    case Op::RANGE:
+      return {u.src(0)};
     case Op::RESHAPE: {
       Shape out(u.src().begin() + 1, u.src().end());
       UOp a = prod(in(0)), b = prod(out);

@@ -5,6 +5,8 @@
 //   BUFFER                      shape (size,)   storage; arg BufferArg
 //   CONST                       shape ()        a scalar; broadcast with RESHAPE + EXPAND
 //   PARAM (slot -1)             shape ()        a symbolic variable read as a value
+//   RANGE(n), dtype int32       shape (n,)      0, 1, ..., n-1 (an arange the scheduler turns
+//                                               into the loop index)
 //   ALU ops, CAST, BITCAST      sources all of one shape (no implicit broadcasting)
 //   RESHAPE(x, d...)            shape (d...), same element count
 //   EXPAND(x, d...)             each old dim is 1 or equal to the new one
