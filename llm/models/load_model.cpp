@@ -1,6 +1,7 @@
 #include "llm/models/model.h"
 
 #include "llm/models/qwen3.h"
+#include "llm/models/qwen35.h"
 #include "uop/error.h"
 
 namespace ugrad::llm {
@@ -11,8 +12,9 @@ std::unique_ptr<LanguageModel> load_model(const GgufFile& file, int64_t max_cont
   switch (config.arch) {
     case ModelArch::kQwen3:
       return std::make_unique<Qwen3Model>(file, max_context, device);
-    case ModelArch::kQwen3Moe:
     case ModelArch::kQwen35:
+      return std::make_unique<Qwen35Model>(file, max_context, device);
+    case ModelArch::kQwen3Moe:
     case ModelArch::kQwen35Moe:
       break;
   }

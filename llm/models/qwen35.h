@@ -1,0 +1,96 @@
+// Qwen3.5 / 3.6 hybrid (`general.architecture = qwen35`) written against the tensor API
+// (../shared/ref/gguf-quants-qwen.md §6.3-6.4). Gated DeltaNet layers: causal depthwise conv over
+// a carried conv state, L2-normalised q/k, the gated delta rule on a float32 recurrent state,
+// gated RMSNorm with SiLU(z). Every `full_attention_interval`-th layer is gated full attention:
+// per-head [q | gate] projection, q/k RMSNorm, NEOX RoPE on the first n_rot dims, sigmoid output
+// gate. Dense SwiGLU FFN. Prefill chunks are padded to kMaxChunk rows; padded rows leave every
+// state exactly as it was.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "llm/gguf/gguf.h"
+#include "llm/model/config.h"
+#include "llm/models/layers.h"
+#include "llm/models/model.h"
+#include "runtime/jit.h"
+#include "tensor/tensor.h"
+
+namespace ugrad::llm {
+
+/// The gated delta rule (§6.4) over the rows of a chunk, one row after the other, per value head:
+///   M <- decay M;  u = M k;  M <- M + beta (v - u) (x) k;  out = M q.
+/// `state` is M for every head, (heads, d_v, d_k) float32, a realized buffer: read, then
+/// overwritten with the state after the last row. q and k are (rows, heads, d_k), already mapped
+/// to value heads (and q scaled), v (rows, heads, d_v), beta and decay (rows, heads). Returns the
+/// realized outputs (rows, heads, d_v). A row with beta = 0 and decay = 1 leaves M bit for bit as
+/// it was: that is how padded rows pass through.
+Tensor gated_delta_rule(const Tensor& state, const Tensor& q, const Tensor& k, const Tensor& v,
+                        const Tensor& beta, const Tensor& decay, const VarVals& var_vals);
+
+class Qwen35Model : public LanguageModel {
+ public:
+  /// Loads the weights (quantized, as in the file) onto `device` with a zeroed KV cache of
+  /// `max_context` positions and zeroed conv and recurrent states. An Error names what is wrong
+  /// with the file (qwen35moe is not supported yet).
+  Qwen35Model(const GgufFile& file, int64_t max_context, const std::string& device = "");
+
+  /// See LanguageModel::forward. start_pos 0 starts over from zeroed states; any other start_pos
+  /// must be the number of tokens consumed so far.
+  Tensor forward(std::span<const int32_t> tokens, int64_t start_pos) override;
+  bool recurrent() const override { return true; }
+  /// Zeroes the conv and recurrent states of every Gated DeltaNet layer.
+  void reset() override;
+
+  const ModelConfig& config() const override { return config_; }
+  int64_t max_context() const override { return max_context_; }
+  const std::string& device() const override { return device_; }
+
+  /// The conv state (conv_kernel - 1, conv_dim) of Gated DeltaNet layer `layer`: its last inputs.
+  const Tensor& conv_state(uint32_t layer) const;
+  /// The recurrent state (H_v, d_v, d_k) float32 of Gated DeltaNet layer `layer`.
+  const Tensor& recurrent_state(uint32_t layer) const;
+
+ private:
+  struct Attention {
+    Tensor wq, wk, wv, wo, q_norm, k_norm;
+    KvCache cache;
+  };
+  struct DeltaNet {
+    Tensor w_qkv, w_z, conv, dt_bias, a, w_beta, w_alpha, norm, w_out;
+    Tensor conv_state, state;  // realized, read and assigned by every forward call
+  };
+  struct Layer {
+    Tensor attn_norm, ffn_norm, w_gate, w_up, w_down;
+    std::optional<Attention> attn;
+    std::optional<DeltaNet> gdn;
+  };
+  // One captured graph per row count: kMaxChunk (prefill, padded) and 1 (decode).
+  struct Step {
+    Chunk chunk;
+    std::unique_ptr<GraphJit> jit;
+  };
+  const DeltaNet& delta_net_layer(uint32_t layer) const;
+  Tensor attention(Attention& l, const Tensor& h, const Tensor& cos, const Tensor& sin,
+                   const Chunk& chunk);
+  Tensor delta_net(DeltaNet& l, const Tensor& h, const Chunk& chunk);
+  Tensor body(Tensor x, const Tensor& cos, const Tensor& sin, const Chunk& chunk);
+
+  GgufFile file_;
+  ModelConfig config_;
+  int64_t max_context_;
+  std::string device_;
+  const GgufTensor* token_embd_ = nullptr;
+  std::vector<Layer> layers_;
+  Tensor output_norm_, output_;
+  std::vector<std::pair<std::string, int64_t>> var_vals_;  // of the current forward call
+  std::map<int64_t, Step> steps_;                          // by row count
+  std::unique_ptr<GraphJit> reset_jit_;
+};
+
+}  // namespace ugrad::llm

@@ -1,0 +1,323 @@
+// The ugrad Qwen3.5 hybrid model against the reference forward pass (plain loops, f64 activations
+// and states, reference dequantizers) on small demo GGUFs, the gated delta rule against the
+// reference step, and the chunked-prefill padding no-op.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "llm/model/demo_model.h"
+#include "llm/models/generate.h"
+#include "llm/models/qwen35.h"
+#include "runtime/jit.h"
+#include "test/llm/reference/qwen35_reference.h"
+#include "uop/error.h"
+
+using namespace ugrad;
+using namespace ugrad::llm;
+
+namespace {
+
+// 4 layers with interval 2: Gated DeltaNet, attention, Gated DeltaNet, attention. H_v = 4 value
+// heads over H_k = 2 key heads, n_rot = 16 of head_dim 64. Every matrix width is a multiple of
+// 256 (Q4_K).
+DemoModelOptions demo_options(GgmlType type, uint64_t seed) {
+  DemoModelOptions o;
+  o.arch = ModelArch::kQwen35;
+  o.n_layers = 4;
+  o.full_attention_interval = 2;
+  o.dim = 256;
+  o.n_heads = 4;
+  o.n_kv_heads = 2;
+  o.head_dim = 64;
+  o.n_rot = 16;
+  o.ffn_dim = 512;
+  o.ssm_key_heads = 2;
+  o.ssm_value_heads = 4;
+  o.ssm_key_head_dim = 64;
+  o.ssm_value_head_dim = 64;
+  o.weight_type = type;
+  o.seed = seed;
+  return o;
+}
+
+GgufFile demo(const DemoModelOptions& o) {
+  std::vector<uint8_t> bytes = build_demo_model(o).to_bytes();
+  return GgufFile::from_buffer(std::move(bytes));
+}
+
+GgufFile demo(GgmlType type, uint64_t seed) { return demo(demo_options(type, seed)); }
+
+// max |a - b| relative to max |b|
+double rel_err(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  double num = 0, den = 1e-30;
+  for (size_t i = 0; i < a.size(); ++i) {
+    num = std::max(num, std::abs(double(a[i]) - double(b[i])));
+    den = std::max(den, std::abs(double(b[i])));
+  }
+  return num / den;
+}
+
+int32_t argmax(const std::vector<float>& v) {
+  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+std::vector<float> logits(LanguageModel& m, std::span<const int32_t> tokens, int64_t pos) {
+  return m.forward(tokens, pos).to_vector<float>();
+}
+
+const std::vector<int32_t> kPrompt{1, 17, 200, 42, 99, 7, 3, 250, 64, 12, 5, 140};
+
+// Logits at every position: a 5-token chunk then decode steps (call 0 of the decode JIT runs
+// eagerly, call 1 captures, the rest replay), and token by token from position 0.
+void check_against_reference(const GgufFile& file, double tol) {
+  test::ReferenceQwen35 ref(file);
+  std::vector<std::vector<float>> want;
+  for (uint32_t p = 0; p < kPrompt.size(); ++p) want.push_back(ref.forward(kPrompt[p], p));
+
+  Qwen35Model chunked(file, 32, "CPU");
+  std::vector<float> got = logits(chunked, std::span(kPrompt).first(5), 0);
+  CHECK(rel_err(got, want[4]) < tol);
+  for (uint32_t p = 5; p < kPrompt.size(); ++p) {
+    got = logits(chunked, std::span(kPrompt).subspan(p, 1), p);
+    CAPTURE(p);
+    CHECK(rel_err(got, want[p]) < tol);
+    CHECK(argmax(got) == argmax(want[p]));
+  }
+  Qwen35Model by_token(file, 32, "CPU");
+  for (uint32_t p = 0; p < kPrompt.size(); ++p) {
+    got = logits(by_token, std::span(kPrompt).subspan(p, 1), p);
+    CAPTURE(p);
+    CHECK(rel_err(got, want[p]) < tol);
+  }
+}
+
+std::vector<int32_t> long_prompt(size_t n) {
+  std::vector<int32_t> p;
+  for (size_t i = 0; i < n; ++i) p.push_back(static_cast<int32_t>((i * 37 + 11) % 256));
+  return p;
+}
+
+// Feeds `prompt` from position 0 in chunks of the given lengths (cycled); returns the logits
+// after each chunk.
+std::vector<std::vector<float>> run_chunks(LanguageModel& m, std::span<const int32_t> prompt,
+                                           const std::vector<size_t>& lengths) {
+  std::vector<std::vector<float>> out;
+  size_t pos = 0;
+  for (size_t i = 0; pos < prompt.size(); ++i) {
+    size_t n = std::min(lengths[i % lengths.size()], prompt.size() - pos);
+    out.push_back(logits(m, prompt.subspan(pos, n), static_cast<int64_t>(pos)));
+    pos += n;
+  }
+  return out;
+}
+
+std::vector<float> floats(const Tensor& t) { return t.to_vector<float>(); }
+
+}  // namespace
+
+// The KV cache is half precision: logits differ from the f64 reference by ~1e-3 relative. The
+// quantized files are dequantized from the same bytes by the reference, so the tolerance stays.
+TEST_CASE("Qwen3.5 F32 logits agree with the reference at every position") {
+  check_against_reference(demo(GgmlType::F32, 11), 5e-3);
+}
+TEST_CASE("Qwen3.5 Q8_0") { check_against_reference(demo(GgmlType::Q8_0, 12), 5e-3); }
+TEST_CASE("Qwen3.5 Q4_K") { check_against_reference(demo(GgmlType::Q4_K, 13), 5e-3); }
+TEST_CASE("Qwen3.5 with H_v == H_k, whole-head RoPE, untied output, conv kernel 3") {
+  DemoModelOptions o = demo_options(GgmlType::Q8_0, 14);
+  o.ssm_value_heads = 2;
+  o.ssm_value_head_dim = 128;
+  o.n_rot = 64;
+  o.tied_output = false;
+  o.conv_kernel = 3;
+  check_against_reference(demo(o), 5e-3);
+}
+
+TEST_CASE("Qwen3.5 greedy generation agrees with the reference's greedy tokens") {
+  GgufFile file = demo(GgmlType::Q8_0, 21);
+  test::ReferenceQwen35 ref(file);
+  std::vector<int32_t> prompt(kPrompt.begin(), kPrompt.begin() + 7);
+  Qwen35Model model(file, 64, "CPU");
+  Generator gen(model);
+  GenerateOptions o;
+  o.max_tokens = 10;
+  GenerateResult r = gen.generate(prompt, o);
+  CHECK(r.tokens == ref.greedy(prompt, 10));
+}
+
+TEST_CASE("chunked prefill in chunks of 32 and of odd lengths equals token-by-token") {
+  GgufFile file = demo(GgmlType::Q8_0, 5);
+  std::vector<int32_t> prompt = long_prompt(45);
+  Qwen35Model by_token(file, 64, "CPU"), by_32(file, 64, "CPU"), odd(file, 64, "CPU");
+  std::vector<std::vector<float>> each = run_chunks(by_token, prompt, {1});
+  std::vector<std::vector<float>> a = run_chunks(by_32, prompt, {32});
+  REQUIRE(a.size() == 2);
+  CHECK(rel_err(a[0], each[31]) < 1e-4);
+  CHECK(rel_err(a[1], each[44]) < 1e-4);
+  // 5 + 7 + 13 + 1 + 5 + 7 + 7: chunk ends at 4, 11, 24, 25, 30, 37, 44.
+  std::vector<std::vector<float>> b = run_chunks(odd, prompt, {5, 7, 13, 1});
+  const size_t ends[] = {4, 11, 24, 25, 30, 37, 44};
+  REQUIRE(b.size() == std::size(ends));
+  for (size_t i = 0; i < b.size(); ++i) {
+    CAPTURE(ends[i]);
+    CHECK(rel_err(b[i], each[ends[i]]) < 1e-4);
+  }
+  // The next decode step continues from the same states.
+  int32_t next[] = {77};
+  std::vector<float> after_token = logits(by_token, next, 45), after_odd = logits(odd, next, 45);
+  CHECK(rel_err(after_odd, after_token) < 1e-4);
+  // And the reference agrees on the whole 45-token prompt.
+  test::ReferenceQwen35 ref(file);
+  std::vector<float> want;
+  for (uint32_t p = 0; p < prompt.size(); ++p) want = ref.forward(prompt[p], p);
+  CHECK(rel_err(a[1], want) < 5e-3);
+}
+
+TEST_CASE("a chunk of L rows padded to 32 leaves the states of L tokens fed one by one") {
+  GgufFile file = demo(GgmlType::F32, 6);
+  std::vector<int32_t> prompt = long_prompt(13);
+  for (size_t len : {size_t{13}, size_t{2}}) {
+    CAPTURE(len);
+    Qwen35Model chunk(file, 32, "CPU"), by_token(file, 32, "CPU");
+    std::span<const int32_t> tokens = std::span(prompt).first(len);
+    logits(chunk, tokens, 0);
+    run_chunks(by_token, tokens, {1});
+    for (uint32_t layer : {0u, 2u}) {
+      CAPTURE(layer);
+      CHECK(rel_err(floats(chunk.conv_state(layer)), floats(by_token.conv_state(layer))) < 1e-5);
+      CHECK(rel_err(floats(chunk.recurrent_state(layer)), floats(by_token.recurrent_state(layer))) <
+            1e-5);
+    }
+  }
+}
+
+TEST_CASE("gated delta rule: the reference step, and padded rows leave the state bit for bit") {
+  const int64_t heads = 3, dk = 8, dv = 5, rows = 6, real = 4;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f), pos(0.1f, 1.0f);
+  auto random = [&](int64_t n, std::uniform_real_distribution<float>& d) {
+    std::vector<float> v(n);
+    for (float& x : v) x = d(rng);
+    return v;
+  };
+  std::vector<float> m0 = random(heads * dv * dk, u), q = random(rows * heads * dk, u),
+                     k = random(rows * heads * dk, u), v = random(rows * heads * dv, u),
+                     beta = random(rows * heads, pos), decay = random(rows * heads, pos);
+  // Rows real.. are padding.
+  for (int64_t i = real * heads; i < rows * heads; ++i) beta[i] = 0.0f, decay[i] = 1.0f;
+  auto t = [](const std::vector<float>& x, std::vector<int64_t> shape) {
+    return Tensor::from_vector(x, shape, dtypes::float32, "CPU");
+  };
+  auto run = [&](int64_t n, std::vector<float>& out) {
+    Tensor state = t(m0, {heads, dv, dk}).contiguous();
+    state.realize();
+    auto first = [&](const std::vector<float>& x, int64_t width) {
+      return std::vector<float>(x.begin(), x.begin() + n * heads * width);
+    };
+    Tensor y = gated_delta_rule(state, t(first(q, dk), {n, heads, dk}),
+                                t(first(k, dk), {n, heads, dk}), t(first(v, dv), {n, heads, dv}),
+                                t(first(beta, 1), {n, heads}), t(first(decay, 1), {n, heads}), {});
+    out = floats(y);
+    return floats(state);
+  };
+  std::vector<float> out_padded, out_real, out_one;
+  std::vector<float> padded = run(rows, out_padded), unpadded = run(real, out_real);
+  REQUIRE(padded.size() == unpadded.size());
+  CHECK(std::memcmp(padded.data(), unpadded.data(), padded.size() * sizeof(float)) == 0);
+  CHECK(std::equal(out_real.begin(), out_real.end(), out_padded.begin()));
+  // The reference step, row after row.
+  std::vector<double> m(m0.begin(), m0.end()), want_out;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t h = 0; h < heads; ++h) {
+      auto vec = [&](const std::vector<float>& x, int64_t width) {
+        auto b = x.begin() + (r * heads + h) * width;
+        return std::vector<double>(b, b + width);
+      };
+      std::vector<double> o(dv);
+      test::gated_delta_step(std::span(m).subspan(h * dv * dk, dv * dk), vec(q, dk), vec(k, dk),
+                             vec(v, dv), beta[r * heads + h], decay[r * heads + h], o);
+      want_out.insert(want_out.end(), o.begin(), o.end());
+    }
+  std::vector<float> want_state(m.begin(), m.end()), want(want_out.begin(), want_out.end());
+  CHECK(rel_err(padded, want_state) < 1e-5);
+  CHECK(rel_err(out_padded, want) < 1e-5);
+  // One row (the decode shape) as well.
+  std::vector<float> one_state = run(1, out_one);
+  CHECK(rel_err(out_one, std::vector<float>(want.begin(), want.begin() + heads * dv)) < 1e-5);
+}
+
+TEST_CASE("generate: a recurrent model continues an extending prompt and restarts otherwise") {
+  GgufFile file = demo(GgmlType::F32, 9);
+  Qwen35Model reused(file, 64, "CPU"), fresh(file, 64, "CPU");
+  Generator g_reused(reused), g_fresh(fresh);
+  GenerateOptions o;
+  o.max_tokens = 5;
+  o.chunk = 4;
+  std::vector<int32_t> first{1, 2, 3, 4, 5, 6};
+  GenerateResult r1 = g_reused.generate(first, o);
+  // Strictly extends what the model consumed (the prompt and all but the last generated token).
+  std::vector<int32_t> second = first;
+  second.insert(second.end(), r1.tokens.begin(), r1.tokens.end());
+  second.push_back(77);
+  GenerateResult r2 = g_reused.generate(second, o);
+  CHECK(r2.reused_tokens == static_cast<int64_t>(first.size() + r1.tokens.size() - 1));
+  GenerateResult r3 = g_fresh.generate(second, o);
+  CHECK(r3.reused_tokens == 0);
+  CHECK(r2.tokens == r3.tokens);
+  // A prompt that only shares a prefix restarts from zeroed states and matches a fresh run.
+  std::vector<int32_t> other{1, 2, 3, 9};
+  GenerateResult r4 = g_reused.generate(other, o);
+  CHECK(r4.reused_tokens == 0);
+  Qwen35Model fresh2(file, 64, "CPU");
+  Generator g_fresh2(fresh2);
+  CHECK(r4.tokens == g_fresh2.generate(other, o).tokens);
+}
+
+TEST_CASE("after warm-up, prefill and decode calls neither schedule nor compile") {
+  GgufFile file = demo(GgmlType::Q8_0, 3);
+  Qwen35Model model(file, 64, "CPU");
+  std::vector<int32_t> prompt = long_prompt(20);
+  // Two calls of each row count, and of reset() (forward at position 0 resets): the eager call
+  // and the capture.
+  model.reset();
+  logits(model, std::span(prompt).first(9), 0);
+  logits(model, std::span(prompt).subspan(9, 1), 9);
+  logits(model, std::span(prompt).subspan(10, 3), 10);
+  logits(model, std::span(prompt).subspan(13, 1), 13);
+  JitStats before = jit_stats();
+  std::vector<float> replayed = logits(model, std::span(prompt).subspan(14, 5), 14);
+  replayed = logits(model, std::span(prompt).subspan(19, 1), 19);
+  model.reset();
+  logits(model, std::span(prompt).first(1), 0);
+  CHECK(jit_stats().schedules == before.schedules);
+  CHECK(jit_stats().compiles == before.compiles);
+  // And the replays computed the same as a model that ran everything eagerly or captured.
+  Qwen35Model other(file, 64, "CPU");
+  std::vector<float> want = run_chunks(other, std::span(prompt).first(20), {1}).back();
+  CHECK(rel_err(replayed, want) < 1e-4);
+}
+
+TEST_CASE("reset zeroes the states; position 0 starts over") {
+  GgufFile file = demo(GgmlType::F32, 4);
+  Qwen35Model model(file, 32, "CPU");
+  std::vector<int32_t> prompt = long_prompt(6);
+  std::vector<float> first = logits(model, prompt, 0);
+  std::vector<float> state = floats(model.recurrent_state(0));
+  CHECK(std::any_of(state.begin(), state.end(), [](float x) { return x != 0.0f; }));
+  model.reset();
+  for (float x : floats(model.recurrent_state(2))) REQUIRE(x == 0.0f);
+  for (float x : floats(model.conv_state(0))) REQUIRE(x == 0.0f);
+  logits(model, long_prompt(3), 0);
+  CHECK(rel_err(logits(model, prompt, 0), first) == 0);
+  CHECK_THROWS_WITH_AS(model.conv_state(1), doctest::Contains("not a Gated DeltaNet layer"), Error);
+}
+
+TEST_CASE("qwen35moe is not supported yet, with a clear error") {
+  DemoModelOptions o = demo_options(GgmlType::F32, 1);
+  o.arch = ModelArch::kQwen35Moe;
+  GgufFile file = demo(o);
+  CHECK_THROWS_WITH_AS(load_model(file, 32, "CPU"), doctest::Contains("qwen35moe"), Error);
+}
