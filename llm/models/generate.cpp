@@ -7,6 +7,18 @@
 
 namespace ugrad::llm {
 
+double Generator::warm_up() {
+  auto t0 = std::chrono::steady_clock::now();
+  const int32_t dummy[] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    model_.forward(dummy, 0);
+    model_.forward(std::span(dummy).first(1), 0);
+  }
+  model_.reset();
+  cached_.clear();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 GenerateResult Generator::generate(std::span<const int32_t> prompt, const GenerateOptions& options,
                                    const std::function<bool(int32_t)>& on_token) {
   const int64_t ctx = model_.max_context();
