@@ -166,6 +166,8 @@ void* Buffer::handle() {
   return offset_ == 0 ? base_->handle_ : allocator_->offset(base_->handle_, offset_);
 }
 
+bool Buffer::read_only() const { return base_ ? base_->read_only() : allocator_->read_only(); }
+
 void* Buffer::as_host_ptr() { return allocator_->as_host_ptr(handle()); }
 
 void Buffer::copy_in(std::span<const std::byte> src) {
@@ -182,6 +184,21 @@ void Buffer::copy_out(std::span<std::byte> dst) {
          dst.size());
   void* src = handle();
   if (size_ > 0) allocator_->copy_out(dst.data(), src, size_);
+}
+
+void* HostMemoryAllocator::alloc(size_t bytes) {
+  if (bytes != bytes_.size())
+    internal_error("host memory of {} bytes asked for {} bytes", bytes_.size(), bytes);
+  // Kernels take `void*` arguments; the buffer is only ever read (copy_in refuses).
+  return const_cast<std::byte*>(bytes_.data());
+}
+
+void HostMemoryAllocator::copy_in(void*, const void*, size_t) {
+  fail("cannot write into a buffer that wraps read-only host memory (a mapped file)");
+}
+
+void HostMemoryAllocator::copy_out(void* dst, const void* src, size_t bytes) {
+  std::memcpy(dst, src, bytes);
 }
 
 }  // namespace ugrad

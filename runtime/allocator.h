@@ -40,6 +40,8 @@ class Allocator {
   }
   /// A host pointer to the memory of `handle`, or nullptr where it is not host-addressable.
   virtual void* as_host_ptr(void* /*handle*/) { return nullptr; }
+  /// True when the memory must not be written.
+  virtual bool read_only() const { return false; }
 };
 
 /// Host memory, 64-byte aligned (one cache line, the widest vector register).
@@ -94,6 +96,25 @@ class LruAllocator final : public Allocator {
   int64_t hits_ = 0, misses_ = 0;
 };
 
+/// Host bytes owned elsewhere (a memory-mapped file), handed out as the memory of one buffer
+/// without copying. Read-only: copying into it is an Error.
+class HostMemoryAllocator final : public Allocator {
+ public:
+  /// `owner` keeps `bytes` alive as long as the buffer exists.
+  HostMemoryAllocator(std::span<const std::byte> bytes, std::shared_ptr<const void> owner)
+      : bytes_(bytes), owner_(std::move(owner)) {}
+  void* alloc(size_t bytes) override;
+  void free(void*, size_t) override {}
+  void copy_in(void* dst, const void* src, size_t bytes) override;
+  void copy_out(void* dst, const void* src, size_t bytes) override;
+  void* as_host_ptr(void* handle) override { return handle; }
+  bool read_only() const override { return true; }
+
+ private:
+  std::span<const std::byte> bytes_;
+  std::shared_ptr<const void> owner_;
+};
+
 class Buffer;
 /// Buffers are shared: a view keeps its base alive, a kernel's argument list keeps its buffers.
 using BufferRef = std::shared_ptr<Buffer>;
@@ -128,6 +149,8 @@ class Buffer {
   void* handle();
   /// A host pointer to the first byte, or nullptr where the device memory is not host-addressable.
   void* as_host_ptr();
+  /// True for memory that must not be written (host memory wrapped in place).
+  bool read_only() const;
   /// Copies `src` (exactly size() bytes) into the buffer.
   void copy_in(std::span<const std::byte> src);
   /// Copies the buffer into `dst` (exactly size() bytes).

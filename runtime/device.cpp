@@ -55,6 +55,7 @@ class CpuDevice : public Device {
   const std::string& name() const override { return name_; }
   const CodegenTarget& target() const override { return target_; }
   std::shared_ptr<Allocator> allocator() override { return host_allocator(); }
+  bool reads_host_memory() const override { return true; }
 
   std::shared_ptr<Program> compile(KernelSource source) override {
     std::vector<uint8_t> object = compile_cpu_object(source, llvm_);

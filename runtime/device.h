@@ -37,6 +37,8 @@ class Device {
                       std::span<const int64_t> vars) = 0;
   /// Waits for launched work to finish.
   virtual void synchronize() {}
+  /// True when kernels can read host memory in place (buffers may wrap host bytes, no copy).
+  virtual bool reads_host_memory() const { return false; }
 };
 
 /// The device with this name (created on first use). Unknown names are an Error listing the known.

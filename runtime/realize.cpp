@@ -84,6 +84,38 @@ UOp new_buffer(const std::string& device, DType dtype, int64_t count) {
   return buffer_node(device, dtype, count);
 }
 
+namespace {
+
+// A kernel must not store into a buffer that wraps read-only host memory (a mapped file).
+void check_writable(const ScheduleItem& item) {
+  for (const UOp& store : item.ast.src())
+    if (store.op() == Op::STORE) {
+      const UOp& param = store.src(0).src(0);
+      if (buffer_of(item.buffers.at(param.arg_as<ParamArg>().slot))->read_only())
+        fail("cannot write into a buffer that wraps read-only host memory (a mapped file)");
+    }
+}
+
+}  // namespace
+
+UOp host_memory_buffer(const std::string& device, DType dtype, std::span<const std::byte> bytes,
+                       std::shared_ptr<const void> owner) {
+  const size_t item = itemsize(dtype);
+  if (bytes.size() % item != 0)
+    fail("host memory of {} bytes is not a whole number of {}", bytes.size(), to_string(dtype));
+  UOp node = new_buffer(device, dtype, static_cast<int64_t>(bytes.size() / item));
+  if (!get_device(device).reads_host_memory()) {
+    copy_in(node, bytes);
+    return node;
+  }
+  BufferRef b = Buffer::make(device, bytes.size(),
+                             std::make_shared<HostMemoryAllocator>(bytes, std::move(owner)));
+  BufferRegistry& reg = BufferRegistry::get();
+  std::lock_guard lock(reg.mutex);
+  reg.buffers.emplace(node.arg_as<BufferArg>().id, std::move(b));
+  return node;
+}
+
 BufferRef buffer_of(const UOp& buffer) {
   const BufferArg& arg = buffer_arg_node(buffer).arg_as<BufferArg>();
   BufferRegistry& reg = BufferRegistry::get();
@@ -141,6 +173,7 @@ std::vector<UOp> realize(std::span<const UOp> bound_roots,
     fmt::print(stderr, "scheduled {} kernel{}\n", sched.items.size(),
                sched.items.size() == 1 ? "" : "s");
   for (const ScheduleItem& item : sched.items) {
+    check_writable(item);
     const std::string& dev_name = item.buffers.at(0).arg_as<BufferArg>().device;
     Device& device = get_device(dev_name);
     ExecItem exec{&device, program_for(device, item.ast), item.buffers};

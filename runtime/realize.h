@@ -15,6 +15,10 @@ namespace ugrad {
 /// A new, uninitialised BUFFER node of `count` elements of `dtype` on `device` ("CPU", "NULL",
 /// "NULL:gfx1100", "AMD"). Its memory lives as long as the node does.
 UOp new_buffer(const std::string& device, DType dtype, int64_t count);
+/// A BUFFER node over `bytes` of host memory kept alive by `owner`: on a device that reads host
+/// memory (CPU) the buffer IS those bytes (no copy; read-only), elsewhere they are copied in.
+UOp host_memory_buffer(const std::string& device, DType dtype, std::span<const std::byte> bytes,
+                       std::shared_ptr<const void> owner);
 /// The device memory behind a BUFFER node (allocated on first use).
 BufferRef buffer_of(const UOp& buffer);
 

@@ -110,6 +110,21 @@ Tensor Tensor::from_bytes(std::span<const std::byte> bytes, const std::vector<in
   return t;
 }
 
+Tensor Tensor::from_host_memory(std::span<const std::byte> bytes, const std::vector<int64_t>& shape,
+                                DType dtype, const std::string& device,
+                                std::shared_ptr<const void> owner) {
+  check_storage_dtype(dtype, "from_host_memory");
+  check_dims(shape, "from_host_memory");
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  if (bytes.size() != static_cast<size_t>(n) * itemsize(dtype))
+    fail("from_host_memory: {} bytes for shape {} of {}", bytes.size(), dims_str(shape),
+         ugrad::to_string(dtype));
+  std::string dev = resolve_device(device);
+  Tensor buf(host_memory_buffer(dev, dtype, bytes, std::move(owner)), dev);
+  return reshape_node(buf, make_shape(shape));
+}
+
 Tensor Tensor::from_doubles(std::span<const double> values, const std::vector<int64_t>& shape,
                             DType dtype, const std::string& device) {
   return from_values(values, dtypes::float64, shape, dtype, device, "from_vector");

@@ -109,6 +109,12 @@ class Tensor {
   /// A tensor holding raw element bytes of `dtype` (row-major).
   static Tensor from_bytes(std::span<const std::byte> bytes, const std::vector<int64_t>& shape,
                            DType dtype, const std::string& device = "");
+  /// A tensor over raw element bytes that stay owned elsewhere (a memory-mapped file), kept alive
+  /// by `owner`. On a device that reads host memory (CPU) nothing is copied and the tensor is
+  /// read-only (assigning into it is an Error); other devices get a copy.
+  static Tensor from_host_memory(std::span<const std::byte> bytes,
+                                 const std::vector<int64_t>& shape, DType dtype,
+                                 const std::string& device, std::shared_ptr<const void> owner);
   /// A tensor from a std::vector (dtype defaults to T's), e.g. from_vector<float>({1, 2}, {2}).
   template <typename T>
   static Tensor from_vector(const std::vector<T>& values, const std::vector<int64_t>& shape,

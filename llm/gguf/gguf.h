@@ -109,6 +109,11 @@ class GgufFile {
 
   /// All tensors, in record order (shard by shard for split files).
   std::span<const GgufTensor> tensors() const { return tensors_; }
+  /// Keeps the memory every tensor's data points into alive while the returned handle lives
+  /// (after this GgufFile is gone too).
+  std::shared_ptr<const void> keepalive() const {
+    return std::make_shared<const std::vector<std::shared_ptr<const void>>>(owners_);
+  }
   /// The tensor with this name, or nullptr.
   const GgufTensor* find_tensor(std::string_view name) const;
   /// The tensor with this name; a missing one is an Error naming it.

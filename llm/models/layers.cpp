@@ -21,15 +21,17 @@ std::vector<std::pair<std::string, int64_t>> Chunk::var_vals(int64_t start_pos, 
   return vv;
 }
 
-Tensor load_weight(const GgufTensor& t, const std::string& device) {
+Tensor load_weight(const GgufTensor& t, const std::string& device,
+                   const std::shared_ptr<const void>& owner) {
   std::vector<int64_t> shape(t.dims.rbegin(), t.dims.rend());  // ggml lists innermost first
   // Plain float types are tensors of their own dtype: no byte reassembly in every kernel.
   if (t.type == GgmlType::F32 || t.type == GgmlType::F16)
-    return Tensor::from_bytes(std::as_bytes(t.data), shape,
-                              t.type == GgmlType::F32 ? dtypes::float32 : dtypes::float16, device)
+    return Tensor::from_host_memory(std::as_bytes(t.data), shape,
+                                    t.type == GgmlType::F32 ? dtypes::float32 : dtypes::float16,
+                                    device, owner)
         .cast(dtypes::float32);
-  Tensor raw = Tensor::from_bytes(std::as_bytes(t.data), {static_cast<int64_t>(t.data.size())},
-                                  dtypes::uint8, device);
+  Tensor raw = Tensor::from_host_memory(
+      std::as_bytes(t.data), {static_cast<int64_t>(t.data.size())}, dtypes::uint8, device, owner);
   return dequantize_lazy(raw, t.type, shape);
 }
 
@@ -62,7 +64,8 @@ std::pair<Tensor, Tensor> rope_tables(int64_t start_pos, int64_t rows, int64_t n
 }
 
 Tensor swiglu(const Tensor& h, const Tensor& gate, const Tensor& up, const Tensor& down) {
-  return (h.linear(gate).silu() * h.linear(up)).linear(down);
+  // Materialized: fused into the down projection SiLU would be recomputed once per output column.
+  return (h.linear(gate).silu() * h.linear(up)).contiguous().linear(down);
 }
 
 // Rows past max_context - 1 take the padding of a chunk that starts near the end.

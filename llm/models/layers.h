@@ -4,6 +4,7 @@
 // LanguageModel::kMaxChunk rows so one captured graph serves every length; decode has rows = 1).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,8 +28,11 @@ struct Chunk {
 Chunk make_chunk(int64_t rows, int64_t max_context);
 
 /// A GGUF matrix [ne0 = in, ne1 = out] as a lazy (out, in) float32 tensor over its raw bytes, a
-/// vector [n] as (n,): dequantized inside whatever kernel consumes it.
-Tensor load_weight(const GgufTensor& t, const std::string& device);
+/// vector [n] as (n,): dequantized inside whatever kernel consumes it. On the CPU the bytes are
+/// the file's mapping itself (no copy), kept alive by `owner` (GgufFile::keepalive(); null: the
+/// caller keeps the file open as long as the tensor lives).
+Tensor load_weight(const GgufTensor& t, const std::string& device,
+                   const std::shared_ptr<const void>& owner = nullptr);
 
 /// x / sqrt(mean(x^2) + eps) * w over the last axis.
 Tensor rms_norm(const Tensor& x, const Tensor& w, float eps);

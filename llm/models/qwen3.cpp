@@ -22,7 +22,8 @@ Qwen3Model::Qwen3Model(const GgufFile& file, int64_t max_context, const std::str
   }
   ModelWeights w = ModelWeights::from_gguf(file_, config_);
   token_embd_ = w.token_embd;
-  auto load = [&](const GgufTensor* t) { return load_weight(*t, device_); };
+  std::shared_ptr<const void> owner = file_.keepalive();
+  auto load = [&](const GgufTensor* t) { return load_weight(*t, device_, owner); };
   for (const LayerWeights& lw : w.layers)
     layers_.push_back(Layer{load(lw.attn_norm), load(lw.attn_q), load(lw.attn_k), load(lw.attn_v),
                             load(lw.attn_output), load(lw.attn_q_norm), load(lw.attn_k_norm),

@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <memory>
+#include <span>
 
 #include "tensor/tensor.h"
 #include "uop/error.h"
@@ -21,6 +23,29 @@ TEST_CASE("tensor: from_vector round trip and item") {
   CHECK(Tensor::from_vector<uint64_t>({~uint64_t(0)}, {1}).item<uint64_t>() == ~uint64_t(0));
   CHECK(Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2}).sum().item<float>() == 10);
   CHECK_THROWS_WITH_AS(a.item<float>(), doctest::Contains("item: tensor of shape (2, 3)"), Error);
+}
+
+// Weights of a mapped file: on the CPU the tensor is the host bytes themselves (a later change to
+// them shows), it keeps their owner alive, and writing into it is an Error; other devices copy.
+TEST_CASE("tensor: from_host_memory wraps host bytes without copying on the CPU") {
+  auto owner = std::make_shared<std::vector<float>>(std::vector<float>{1, 2, 3, 4});
+  std::weak_ptr<std::vector<float>> watch = owner;
+  auto bytes = std::as_bytes(std::span(*owner));
+  Tensor t = Tensor::from_host_memory(bytes, {2, 2}, dtypes::float32, "CPU", owner);
+  Tensor copy = Tensor::from_host_memory(bytes, {2, 2}, dtypes::float32, "NULL", owner);
+  owner.reset();
+  CHECK(!watch.expired());
+  CHECK((t * 2).sum().item<float>() == 20);
+  (*watch.lock())[0] = 11;  // the CPU tensor reads the same memory
+  CHECK((t * 2).sum().item<float>() == 40);
+  CHECK_THROWS_WITH_AS(t.assign(Tensor::zeros({2, 2})).realize(), doctest::Contains("read-only"),
+                       Error);
+  CHECK_THROWS_WITH_AS(
+      Tensor::from_host_memory(bytes.first(12), {2, 2}, dtypes::float32, "CPU", nullptr),
+      doctest::Contains("12 bytes for shape (2, 2)"), Error);
+  t = Tensor();
+  copy = Tensor();
+  CHECK(watch.expired());
 }
 
 TEST_CASE("tensor: realize replaces the graph in every copy") {
