@@ -88,7 +88,8 @@ Qwen35Model::Qwen35Model(const GgufFile& file, int64_t max_context, const std::s
     fail("model: a conv kernel of {} taps is not supported (at least 2)", hc.conv_kernel);
   ModelWeights w = ModelWeights::from_gguf(file_, config_);
   token_embd_ = w.token_embd;
-  auto load = [&](const GgufTensor* t) { return load_weight(*t, device_); };
+  std::shared_ptr<const void> owner = file_.keepalive();
+  auto load = [&](const GgufTensor* t) { return load_weight(*t, device_, owner); };
   for (uint32_t i = 0; i < config_.n_layers; ++i) {
     const LayerWeights& lw = w.layers[i];
     Layer l;
@@ -170,13 +171,16 @@ Tensor Qwen35Model::attention(Attention& l, const Tensor& h, const Tensor& cos, 
                               const Chunk& chunk) {
   const int64_t n = chunk.rows, heads = config_.n_heads, kv_heads = config_.n_kv_heads,
                 hd = config_.head_dim;
-  Tensor qg = h.linear(l.wq).reshape({n, heads, 2 * hd});
+  // The projections are materialized: the norm's reduce, the rotation and the gate read them.
+  Tensor qg = h.linear(l.wq).contiguous().reshape({n, heads, 2 * hd});
   Tensor q = rms_norm(qg.shrink({{0, n}, {0, heads}, {0, hd}}), l.q_norm, config_.rms_eps);
   Tensor gate = qg.shrink({{0, n}, {0, heads}, {hd, 2 * hd}}).reshape({n, heads * hd});
-  Tensor k = rms_norm(h.linear(l.wk).reshape({n, kv_heads, hd}), l.k_norm, config_.rms_eps);
+  Tensor k =
+      rms_norm(h.linear(l.wk).contiguous().reshape({n, kv_heads, hd}), l.k_norm, config_.rms_eps);
   Tensor v = h.linear(l.wv).reshape({n, kv_heads, hd});
   Tensor out = l.cache.attend(rope(q, cos, sin), rope(k, cos, sin), v, chunk, var_vals_);
-  return (out * gate.sigmoid()).linear(l.wo);
+  // Materialized: fused into the projection the gate would be recomputed once per output column.
+  return (out * gate.sigmoid()).contiguous().linear(l.wo);
 }
 
 // Gated DeltaNet (§6.4) over the chunk's rows; padded rows get beta = 0 and decay = 1.
@@ -187,7 +191,8 @@ Tensor Qwen35Model::delta_net(DeltaNet& l, const Tensor& h, const Chunk& chunk) 
                 dv = hc.value_head_dim();
   const float eps = config_.rms_eps;
   // The conv window: the previous taps-1 inputs, then this chunk's rows.
-  Tensor window = cat({l.conv_state, h.linear(l.w_qkv)}, 0).contiguous();
+  // The projection is materialized first: fused into the concatenation its kernel is ~3x slower.
+  Tensor window = cat({l.conv_state, h.linear(l.w_qkv).contiguous()}, 0).contiguous();
   window.realize(var_vals_);
   // The next conv state: the last taps-1 real inputs (padded rows come after them).
   const UOp& len = chunk.len;
@@ -221,7 +226,9 @@ Tensor Qwen35Model::delta_net(DeltaNet& l, const Tensor& h, const Chunk& chunk) 
   }
   Tensor y = gated_delta_rule(l.state, q, k, v, beta, decay, var_vals_);  // (n, H_v, d_v)
   Tensor z = h.linear(l.w_z).reshape({n, hv, dv});
-  return (rms_norm(y, l.norm, eps) * z.silu()).reshape({n, hv * dv}).linear(l.w_out);
+  // Materialized: fused into the projection SiLU(z) would be recomputed once per output column.
+  Tensor gated = (rms_norm(y, l.norm, eps) * z.silu()).reshape({n, hv * dv}).contiguous();
+  return gated.linear(l.w_out);
 }
 
 // The whole network for a chunk of embedded tokens: the logits of the last real one, (1, vocab).
