@@ -1,7 +1,6 @@
 #include "codegen/gather_load.h"
 
 #include <algorithm>
-#include <unordered_map>
 
 namespace ugrad {
 
@@ -61,31 +60,6 @@ std::optional<Selection> find_selection(const UOp& red, const UOp& cond) {
   return std::nullopt;
 }
 
-// `e` with r replaced by `at`; every INDEX whose address or gate moved with r also requires `ok`.
-UOp at_index(const UOp& e, const UOp& r, const UOp& at, const UOp& ok) {
-  std::unordered_map<UOp, UOp> moved{{r, at}};
-  for (const UOp& u : e.toposort()) {
-    if (u == r) continue;
-    std::vector<UOp> src = u.src();
-    bool changed = false;
-    for (UOp& s : src)
-      if (auto it = moved.find(s); it != moved.end()) {
-        s = it->second;
-        changed = true;
-      }
-    if (!changed) continue;
-    if (u.op() == Op::INDEX) {
-      if (src.size() == 2)
-        src.push_back(ok);
-      else
-        src[2] = ok.alu(Op::AND, src[2]);
-    }
-    moved.emplace(u, u.replace_src(std::move(src)));
-  }
-  auto it = moved.find(e);
-  return it == moved.end() ? e : it->second;
-}
-
 // The REDUCE `red` of where(cond, val, 0) (then cast to `cast` when set) without the selecting
 // range, or nullopt when cond selects on no range of red.
 std::optional<UOp> direct_load(const UOp& red, const UOp& cond, const UOp& val,
@@ -93,15 +67,18 @@ std::optional<UOp> direct_load(const UOp& red, const UOp& cond, const UOp& val,
   std::optional<Selection> sel = find_selection(red, cond);
   if (!sel) return std::nullopt;
   const UOp& r = sel->range;
-  UOp at = sel->index.dtype() == dtypes::index ? sel->index : sel->index.cast(dtypes::index);
+  const UOp& n = r.src(0);
+  if (n.vmin() < 1) return std::nullopt;  // an empty range has no row to clamp into
+  UOp idx = sel->index.dtype() == dtypes::index ? sel->index : sel->index.cast(dtypes::index);
   // ok = 0 <= idx < n
-  UOp ok = UOp::cnst_int(dtypes::index, -1).lt(at).alu(Op::AND, at.lt(r.src(0)));
-  UOp v = at_index(val, r, at, ok);
+  UOp ok = UOp::cnst_int(dtypes::index, -1).lt(idx).alu(Op::AND, idx.lt(n));
+  // f is evaluated at min(max(idx, 0), n - 1): its loads stay in bounds without gates, and the
+  // index math sees 0 <= at < n (min(a, b) = -max(-a, -b)).
+  UOp at = -(-idx.max(0)).max(1 + -1 * n);
+  std::vector<std::pair<UOp, UOp>> to_at{{r, at}};
   UOp keep = ok;
-  for (const UOp& c : sel->rest) keep = keep.alu(Op::AND, at_index(c, r, at, ok));
-  // A load gated by ok already gives 0 where the index is out of range.
-  bool gated_load = sel->rest.empty() && val.op() == Op::LOAD && !(v == val);
-  if (!gated_load) v = keep.where(v, val.const_like(0));
+  for (const UOp& c : sel->rest) keep = keep.alu(Op::AND, c.substitute(to_at));
+  UOp v = keep.where(val.substitute(to_at), val.const_like(0));
   if (cast) v = v.cast(*cast);
   std::vector<UOp> src{v};
   for (size_t k = 1; k < red.src().size(); ++k)

@@ -4,8 +4,9 @@
 //   REDUCE(WHERE(CAST(r) == idx, f(r), 0), r, ...)    -> REDUCE(WHERE(ok, f(idx), 0), ...)
 //   REDUCE(CAST(WHERE(CAST(r) == idx, f(r), 0)), r)   -> CAST(WHERE(ok, f(idx), 0))
 //   REDUCE(f(r) * CAST(CAST(r) == idx), r)            -> WHERE(ok, f(idx), 0)
-// with ok = 0 <= idx < n (n the extent of r): an out-of-range index selects nothing (0). Every
-// load in f whose address moved with r is gated by ok, so it never reads outside its buffer.
+// with ok = 0 <= idx < n (n the extent of r): an out-of-range index selects nothing (0). f is
+// evaluated at idx clamped into [0, n), so its loads stay in bounds without gates and its index
+// math keeps the bounds r had.
 // Other clauses of an AND condition stay, evaluated at r = idx. A REDUCE with no ranges left
 // becomes its value.
 #pragma once

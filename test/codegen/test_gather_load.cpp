@@ -206,15 +206,19 @@ TEST_CASE("hand-built one-hot sums: where, cast and multiply forms, extra clause
 }
 
 TEST_CASE("one-hot sums that are not gathers stay loops") {
-  // The index depends on the reduce range; a MAX reduce; a range cast to a type too narrow for it.
+  // The index depends on the reduce range; a MAX reduce; a range cast to a type too narrow for it;
+  // an empty range (no row to clamp the index into).
   UOp out = buf(0, dtypes::float32, 4), pt = buf(1, dtypes::float32, 300),
       pi = buf(2, dtypes::int32, 300);
-  UOp i = UOp::range(4, 0), r = UOp::range(300, 1, AxisType::Reduce);
+  UOp i = UOp::range(4, 0), r = UOp::range(300, 1, AxisType::Reduce),
+      empty = UOp::range(0, 2, AxisType::Reduce);
   UOp x = load(pt, r), zero = UOp::cnst(dtypes::float32, 0);
   const UOp values[] = {
       reduce(r.cast(dtypes::int32).eq(load(pi, r)).where(x, zero), Op::ADD, {r}),
       reduce(r.cast(dtypes::int32).eq(load(pi, i)).where(x, zero), Op::MAX, {r}),
       reduce(r.cast(dtypes::int8).eq(load(pi, i).cast(dtypes::int8)).where(x, zero), Op::ADD, {r}),
+      reduce(empty.cast(dtypes::int32).eq(load(pi, i)).where(load(pt, empty), zero), Op::ADD,
+             {empty}),
   };
   for (const UOp& v : values) {
     UOp ast = sink({store(out, i, v)});
