@@ -1,0 +1,80 @@
+#include "llm/models/moe.h"
+
+#include <limits>
+#include <vector>
+
+#include "llm/models/layers.h"
+#include "uop/error.h"
+
+namespace ugrad::llm {
+
+MoeWeights load_moe(const LayerWeights& lw, const ModelConfig& config, const std::string& device) {
+  if (!config.moe || !lw.ffn_gate_inp || !lw.ffn_gate_exps || !lw.ffn_up_exps || !lw.ffn_down_exps)
+    fail("moe: the {} model has no MoE FFN in this layer", arch_name(config.arch));
+  auto load = [&](const GgufTensor* t) { return t ? load_weight(*t, device) : Tensor(); };
+  MoeWeights w;
+  w.router = load(lw.ffn_gate_inp);
+  w.gate_exps = load(lw.ffn_gate_exps);
+  w.up_exps = load(lw.ffn_up_exps);
+  w.down_exps = load(lw.ffn_down_exps);
+  w.n_used = config.moe->n_experts_used;
+  w.shared_gate = load(lw.ffn_gate_shexp);
+  w.shared_up = load(lw.ffn_up_shexp);
+  w.shared_down = load(lw.ffn_down_shexp);
+  w.shared_gate_inp = load(lw.ffn_gate_inp_shexp);
+  return w;
+}
+
+namespace {
+
+// The k largest router logits of each row, in descending order: ids (rows, k) int32 and their
+// renormalised softmax weights (rows, k). k rounds of argmax (the first maximum: ties go to the
+// lower id) and masking. The weights are the softmax over the chosen logits, which equals
+// p_e / Σ_S p of the softmax over all experts.
+std::pair<Tensor, Tensor> top_k(const Tensor& logits, int64_t k) {
+  const int64_t rows = logits.size(0), n_experts = logits.size(1);
+  Tensor rest = logits;
+  std::vector<Tensor> ids, picked;
+  for (int64_t j = 0; j < k; ++j) {
+    Tensor id = rest.argmax(1);  // (rows,)
+    ids.push_back(id.reshape({rows, 1}));
+    picked.push_back(rest.max({1}, true));
+    rest = id.one_hot(n_experts)
+               .cast(dtypes::bool_)
+               .where(-std::numeric_limits<float>::infinity(), rest);
+  }
+  return {cat(ids, 1).contiguous(), cat(picked, 1).softmax(1).contiguous()};
+}
+
+// (rows*k, ...) expert weights chosen by ids (rows, k), reshaped to (rows, k, a, b).
+Tensor chosen(const Tensor& experts, const Tensor& ids) {
+  const int64_t rows = ids.size(0), k = ids.size(1);
+  return experts.index_select(0, ids.reshape({rows * k}))
+      .reshape({rows, k, experts.size(1), experts.size(2)});
+}
+
+}  // namespace
+
+Tensor moe_ffn(const MoeWeights& w, const Tensor& h) {
+  const int64_t rows = h.size(0), dim = h.size(1), k = w.n_used;
+  if (k < 1 || k > w.router.size(0)) fail("moe: {} experts used of {}", k, w.router.size(0));
+  auto [ids, weights] = top_k(h.linear(w.router), k);
+  // Each (token, slot) reads its expert's rows: (rows, k, F, dim) x (rows, 1, 1, dim) -> (rows, k,
+  // F).
+  Tensor x = h.reshape({rows, 1, 1, dim});
+  Tensor gate = (chosen(w.gate_exps, ids) * x).sum({3});
+  Tensor up = (chosen(w.up_exps, ids) * x).sum({3});
+  Tensor act = (gate.silu() * up).contiguous();
+  const int64_t ffn = act.size(2);
+  // (rows, k, dim, F) x (rows, k, 1, F) -> (rows, k, dim), weighted and summed over the slots.
+  Tensor out = (chosen(w.down_exps, ids) * act.reshape({rows, k, 1, ffn})).sum({3});
+  Tensor y = (out * weights.reshape({rows, k, 1})).sum({1});
+  if (w.shared_gate.defined()) {
+    Tensor shared = swiglu(h, w.shared_gate, w.shared_up, w.shared_down);
+    Tensor g = h.linear(w.shared_gate_inp.reshape({1, dim})).sigmoid();  // (rows, 1)
+    y = y + g * shared;
+  }
+  return y;
+}
+
+}  // namespace ugrad::llm
