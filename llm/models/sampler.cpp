@@ -196,7 +196,7 @@ int32_t Sampler::draw(const Tensor& logits, int64_t step) {
   int32_t token;
   {
     std::lock_guard lock(g_graphs_mutex);
-    token = graph_for(g)({logits, params_}, vars)[0].item<int32_t>();
+    token = graph_for(g)({logits.reshape({1, vocab}), params_}, vars)[0].item<int32_t>();
   }
   if (token < 0) fail("sampling: the logits hold a NaN or a +inf, or are all -inf");
   return token;

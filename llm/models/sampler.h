@@ -49,7 +49,8 @@ class Sampler {
   explicit Sampler(SamplingOptions options, std::string device = "");
   /// An Error unless the options are valid.
   static void validate(const SamplingOptions& options);
-  /// The next token for `logits`, a (1, vocab) or (vocab) float32 tensor on the device.
+  /// The next token for `logits`: vocab float32 values, (1, vocab) or (vocab), on the sampler's
+  /// device, realized into a buffer of their own (a view into part of one is an Error).
   int32_t sample(const Tensor& logits);
   /// Captures the graph for `vocab` with two draws from zero logits, so that sample() on any
   /// Sampler with the same device, vocab and filters in use neither schedules nor compiles. The

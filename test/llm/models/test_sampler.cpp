@@ -221,6 +221,10 @@ TEST_CASE("the same seed gives the same tokens, other seeds others") {
     return tokens;
   };
   std::vector<int32_t> a = run(42);
+  // (vocab) logits work as (1, vocab) ones, through the same graph.
+  Sampler flat(options(1, 0, 1, 0, 42), kDevice);
+  CHECK(flat.sample(t) == a[0]);
+  CHECK(flat.sample(t.reshape({64})) == a[1]);
   CHECK(a == run(42));
   CHECK(a != run(43));
   CHECK(a != run(42 + (uint64_t{1} << 32)));  // the seed's high word counts
