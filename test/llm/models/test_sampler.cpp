@@ -134,6 +134,11 @@ TEST_CASE("greedy is the host argmax, lowest id among ties; top-k 1 is greedy") 
   std::vector<float> tied{0.5f, 2.0f, -1.0f, 2.5f, 0.0f, 2.5f, 2.5f, 1.0f};
   Sampler greedy(SamplingOptions{}, kDevice);
   CHECK(greedy.sample(device_logits(tied)) == 3);
+  // A temperature so small that 1 / temperature overflows float: uniform over the tied maxima.
+  Sampler cold(options(1e-40f, 0, 1, 0), kDevice);
+  std::set<int32_t> seen;
+  for (int i = 0; i < 40; ++i) seen.insert(cold.sample(device_logits(tied)));
+  CHECK(seen == std::set<int32_t>{3, 5, 6});
   for (float temperature : {0.3f, 1.0f, 5.0f}) {
     std::vector<float> logits = random_logits(500, 1.0f, 7);
     Sampler top1(options(temperature, 1, 1, 0), kDevice);
