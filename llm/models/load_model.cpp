@@ -13,9 +13,9 @@ std::unique_ptr<LanguageModel> load_model(const GgufFile& file, int64_t max_cont
     case ModelArch::kQwen3:
       return std::make_unique<Qwen3Model>(file, max_context, device);
     case ModelArch::kQwen35:
+    case ModelArch::kQwen35Moe:
       return std::make_unique<Qwen35Model>(file, max_context, device);
     case ModelArch::kQwen3Moe:
-    case ModelArch::kQwen35Moe:
       break;
   }
   fail("model: architecture '{}' is not supported yet", arch_name(config.arch));

@@ -79,7 +79,7 @@ Qwen35Model::Qwen35Model(const GgufFile& file, int64_t max_context, const std::s
       max_context_(max_context),
       device_(device) {
   if (max_context < 1) fail("max context {} must be at least 1", max_context);
-  if (config_.arch != ModelArch::kQwen35) {
+  if (config_.arch != ModelArch::kQwen35 && config_.arch != ModelArch::kQwen35Moe) {
     fail("model: architecture '{}' is not supported by the Qwen3.5 model yet",
          arch_name(config_.arch));
   }
@@ -95,9 +95,13 @@ Qwen35Model::Qwen35Model(const GgufFile& file, int64_t max_context, const std::s
     Layer l;
     l.attn_norm = load(lw.attn_norm);
     l.ffn_norm = load(lw.ffn_norm);
-    l.w_gate = load(lw.ffn_gate);
-    l.w_up = load(lw.ffn_up);
-    l.w_down = load(lw.ffn_down);
+    if (config_.moe) {
+      l.moe = load_moe(lw, config_, device_);
+    } else {
+      l.w_gate = load(lw.ffn_gate);
+      l.w_up = load(lw.ffn_up);
+      l.w_down = load(lw.ffn_down);
+    }
     if (config_.is_recurrent(i)) {
       const int64_t taps = hc.conv_kernel, hv = hc.n_value_heads;
       DeltaNet& d = l.gdn.emplace();
@@ -238,7 +242,8 @@ Tensor Qwen35Model::body(Tensor x, const Tensor& cos, const Tensor& sin, const C
     Tensor h = rms_norm(x, l.attn_norm, config_.rms_eps);
     x = x + (l.gdn ? delta_net(*l.gdn, h, chunk) : attention(*l.attn, h, cos, sin, chunk));
     x.realize(var_vals_);
-    x = x + swiglu(rms_norm(x, l.ffn_norm, config_.rms_eps), l.w_gate, l.w_up, l.w_down);
+    Tensor f = rms_norm(x, l.ffn_norm, config_.rms_eps);
+    x = x + (l.moe ? moe_ffn(*l.moe, f) : swiglu(f, l.w_gate, l.w_up, l.w_down));
   }
   Tensor last = x.shrink_to({{chunk.len - 1, chunk.len}, {dim(0), dim(config_.dim)}});
   return rms_norm(last, output_norm_, config_.rms_eps).linear(output_);

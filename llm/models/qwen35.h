@@ -1,10 +1,10 @@
 // Qwen3.5 / 3.6 hybrid (`general.architecture = qwen35`) written against the tensor API
-// (../shared/ref/gguf-quants-qwen.md §6.3-6.4). Gated DeltaNet layers: causal depthwise conv over
-// a carried conv state, L2-normalised q/k, the gated delta rule on a float32 recurrent state,
-// gated RMSNorm with SiLU(z). Every `full_attention_interval`-th layer is gated full attention:
-// per-head [q | gate] projection, q/k RMSNorm, NEOX RoPE on the first n_rot dims, sigmoid output
-// gate. Dense SwiGLU FFN. Prefill chunks are padded to kMaxChunk rows; padded rows leave every
-// state exactly as it was.
+// and `qwen35moe` (../shared/ref/gguf-quants-qwen.md §6.3-6.4, §6.6). Gated DeltaNet layers: causal
+// depthwise conv over a carried conv state, L2-normalised q/k, the gated delta rule on a float32
+// recurrent state, gated RMSNorm with SiLU(z). Every `full_attention_interval`-th layer is gated
+// full attention: per-head [q | gate] projection, q/k RMSNorm, NEOX RoPE on the first n_rot dims,
+// sigmoid output gate. Dense SwiGLU FFN, or the MoE FFN for `qwen35moe` (llm/models/moe.h). Prefill
+// chunks are padded to kMaxChunk rows; padded rows leave every state exactly as it was.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -18,6 +18,7 @@
 #include "llm/model/config.h"
 #include "llm/models/layers.h"
 #include "llm/models/model.h"
+#include "llm/models/moe.h"
 #include "runtime/jit.h"
 #include "tensor/tensor.h"
 
@@ -37,7 +38,7 @@ class Qwen35Model : public LanguageModel {
  public:
   /// Loads the weights (quantized, as in the file) onto `device` with a zeroed KV cache of
   /// `max_context` positions and zeroed conv and recurrent states. An Error names what is wrong
-  /// with the file (qwen35moe is not supported yet).
+  /// with the file.
   Qwen35Model(const GgufFile& file, int64_t max_context, const std::string& device = "");
 
   /// See LanguageModel::forward. start_pos 0 starts over from zeroed states; any other start_pos
@@ -66,7 +67,8 @@ class Qwen35Model : public LanguageModel {
     Tensor conv_state, state;  // realized, read and assigned by every forward call
   };
   struct Layer {
-    Tensor attn_norm, ffn_norm, w_gate, w_up, w_down;
+    Tensor attn_norm, ffn_norm, w_gate, w_up, w_down;  // dense FFN
+    std::optional<MoeWeights> moe;                     // or the MoE FFN (qwen35moe)
     std::optional<Attention> attn;
     std::optional<DeltaNet> gdn;
   };

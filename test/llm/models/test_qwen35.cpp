@@ -315,9 +315,20 @@ TEST_CASE("reset zeroes the states; position 0 starts over") {
   CHECK_THROWS_WITH_AS(model.conv_state(1), doctest::Contains("not a Gated DeltaNet layer"), Error);
 }
 
-TEST_CASE("qwen35moe is not supported yet, with a clear error") {
-  DemoModelOptions o = demo_options(GgmlType::F32, 1);
+// qwen35moe: the same mixers with the MoE FFN (top-2 of 4 experts and a shared expert).
+void check_moe(GgmlType type, uint64_t seed) {
+  DemoModelOptions o = demo_options(type, seed);
   o.arch = ModelArch::kQwen35Moe;
+  o.n_experts = 4;
+  o.n_experts_used = 2;
+  o.expert_ffn_dim = 256;
+  o.shared_ffn_dim = 256;
   GgufFile file = demo(o);
-  CHECK_THROWS_WITH_AS(load_model(file, 32, "CPU"), doctest::Contains("qwen35moe"), Error);
+  REQUIRE(dynamic_cast<Qwen35Model*>(load_model(file, 32, "CPU").get()) != nullptr);
+  check_against_reference(file, 5e-3);
 }
+TEST_CASE("qwen35moe F32 logits agree with the reference at every position") {
+  check_moe(GgmlType::F32, 31);
+}
+TEST_CASE("qwen35moe Q8_0") { check_moe(GgmlType::Q8_0, 32); }
+TEST_CASE("qwen35moe Q4_K") { check_moe(GgmlType::Q4_K, 33); }
