@@ -1,6 +1,5 @@
 #include "llm/models/moe.h"
 
-#include <limits>
 #include <vector>
 
 #include "llm/models/layers.h"
@@ -28,22 +27,20 @@ MoeWeights load_moe(const LayerWeights& lw, const ModelConfig& config, const std
 namespace {
 
 // The k largest router logits of each row, in descending order: ids (rows, k) int32 and their
-// renormalised softmax weights (rows, k). k rounds of argmax (the first maximum: ties go to the
-// lower id) and masking. The weights are the softmax over the chosen logits, which equals
-// p_e / Σ_S p of the softmax over all experts.
+// renormalised softmax weights (rows, k). Expert e's rank is the number of experts ahead of it,
+// j ahead of e iff l_j > l_e or (l_j == l_e and j < e), so ties go to the lower id; slot s holds
+// the expert of rank s. Three small kernels for any k. The weights are the softmax over the
+// chosen logits, which equals p_e / Σ_S p of the softmax over all experts.
 std::pair<Tensor, Tensor> top_k(const Tensor& logits, int64_t k) {
   const int64_t rows = logits.size(0), n_experts = logits.size(1);
-  Tensor rest = logits;
-  std::vector<Tensor> ids, picked;
-  for (int64_t j = 0; j < k; ++j) {
-    Tensor id = rest.argmax(1);  // (rows,)
-    ids.push_back(id.reshape({rows, 1}));
-    picked.push_back(rest.max({1}, true));
-    rest = id.one_hot(n_experts)
-               .cast(dtypes::bool_)
-               .where(-std::numeric_limits<float>::infinity(), rest);
-  }
-  return {cat(ids, 1).contiguous(), cat(picked, 1).softmax(1).contiguous()};
+  Tensor l_e = logits.reshape({rows, n_experts, 1}), l_j = logits.reshape({rows, 1, n_experts});
+  Tensor lower_id = Tensor::ones({n_experts, n_experts}, dtypes::bool_, logits.device()).tril(-1);
+  Tensor ahead = l_j.gt(l_e) | (l_j.eq(l_e) & lower_id);                 // (rows, e, j)
+  Tensor rank = ahead.cast(dtypes::int32).sum({2}).cast(dtypes::int32);  // (rows, E)
+  Tensor slot = rank.one_hot(k).permute({0, 2, 1});                      // (rows, k, E)
+  Tensor ids = slot.argmax(2);
+  Tensor picked = slot.cast(dtypes::bool_).where(l_j, 0).sum({2});
+  return {ids.contiguous(), picked.softmax(1).contiguous()};
 }
 
 // (rows*k, ...) expert weights chosen by ids (rows, k), reshaped to (rows, k, a, b).
