@@ -60,7 +60,7 @@ struct Session {
         model(load_model(file, o.max_context, o.device)),
         generator(*model),
         load_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()),
-        warmup_seconds(generator.warm_up()) {}
+        warmup_seconds(generator.warm_up(o.sampling)) {}
 
   std::vector<int32_t> encode_prompt(const std::string& text, const CliOptions& o,
                                      std::vector<ChatMessage>* history) {

@@ -105,7 +105,7 @@ CliOptions parse_cli(const std::vector<std::string>& args) {
   if (o.top_logprobs < 0) fail("--top-logprobs {} is negative", o.top_logprobs);
   if (o.top_logprobs > 0 && !o.json) fail("--top-logprobs needs --json");
   if (o.json && !o.prompt && o.prompt_ids.empty()) fail("--json needs --prompt or --prompt-ids");
-  Sampler check(o.sampling);  // validates the sampling options
+  Sampler::validate(o.sampling);
   return o;
 }
 

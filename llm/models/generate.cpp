@@ -7,13 +7,14 @@
 
 namespace ugrad::llm {
 
-double Generator::warm_up() {
+double Generator::warm_up(const SamplingOptions& sampling) {
   auto t0 = std::chrono::steady_clock::now();
   const int32_t dummy[] = {0, 0};
   for (int i = 0; i < 2; ++i) {
     model_.forward(dummy, 0);
     model_.forward(std::span(dummy).first(1), 0);
   }
+  Sampler(sampling, model_.device()).warm_up(model_.config().vocab_size);
   model_.reset();
   cached_.clear();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -29,7 +30,7 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt, const Genera
   if (options.chunk < 1 || options.chunk > LanguageModel::kMaxChunk)
     fail("generate: chunk length {} is outside [1, {}]", options.chunk, LanguageModel::kMaxChunk);
   GenerateResult result;
-  Sampler sampler(options.sampling);
+  Sampler sampler(options.sampling, model_.device());
   using clock = std::chrono::steady_clock;
 
   // Reuse the cached prefix. A KV cache can roll back: at least the last prompt token is fed
@@ -46,26 +47,34 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt, const Genera
   result.reused_tokens = static_cast<int64_t>(start);
   cached_.assign(prompt.begin(), prompt.begin() + start);
 
+  // Logits stay on the device; only the sampled token (and, when asked, the top log-probs)
+  // comes back.
+  auto next_token = [&](const Tensor& logits) {
+    if (options.top_logprobs > 0)
+      result.top_logprobs.push_back(
+          Sampler::top_logprobs(logits.to_vector<float>(), options.top_logprobs));
+    return sampler.sample(logits);
+  };
   auto t0 = clock::now();
-  std::vector<float> logits;
+  Tensor logits;
   for (size_t pos = start; pos < prompt.size(); pos += options.chunk) {
     size_t n = std::min<size_t>(options.chunk, prompt.size() - pos);
-    logits = model_.forward(prompt.subspan(pos, n), static_cast<int64_t>(pos)).to_vector<float>();
+    logits = model_.forward(prompt.subspan(pos, n), static_cast<int64_t>(pos));
     cached_.insert(cached_.end(), prompt.begin() + pos, prompt.begin() + pos + n);
   }
+  // Prefill ends when the first token is known (reading it waits for the device).
+  int32_t tok = options.max_tokens > 0 ? next_token(logits) : -1;
   auto t1 = clock::now();
   result.prefill_seconds = std::chrono::duration<double>(t1 - t0).count();
 
   for (int64_t i = 0; i < options.max_tokens; ++i) {
-    if (options.top_logprobs > 0)
-      result.top_logprobs.push_back(Sampler::top_logprobs(logits, options.top_logprobs));
-    int32_t tok = sampler.sample(logits);
+    if (i > 0) tok = next_token(logits);
     result.tokens.push_back(tok);
     bool go_on = !on_token || on_token(tok);
     if (!go_on || (options.is_stop && options.is_stop(tok))) break;
     if (static_cast<int64_t>(cached_.size()) >= ctx || i + 1 == options.max_tokens) break;
     int32_t one[] = {tok};
-    logits = model_.forward(one, static_cast<int64_t>(cached_.size())).to_vector<float>();
+    logits = model_.forward(one, static_cast<int64_t>(cached_.size()));
     cached_.push_back(tok);
   }
   result.decode_seconds = std::chrono::duration<double>(clock::now() - t1).count();

@@ -11,12 +11,11 @@ std::unique_ptr<LanguageModel> load_model(const GgufFile& file, int64_t max_cont
   ModelConfig config = ModelConfig::from_gguf(file);
   switch (config.arch) {
     case ModelArch::kQwen3:
+    case ModelArch::kQwen3Moe:
       return std::make_unique<Qwen3Model>(file, max_context, device);
     case ModelArch::kQwen35:
     case ModelArch::kQwen35Moe:
       return std::make_unique<Qwen35Model>(file, max_context, device);
-    case ModelArch::kQwen3Moe:
-      break;
   }
   fail("model: architecture '{}' is not supported yet", arch_name(config.arch));
 }

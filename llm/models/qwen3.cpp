@@ -15,21 +15,36 @@ Qwen3Model::Qwen3Model(const GgufFile& file, int64_t max_context, const std::str
       max_context_(max_context),
       device_(device) {
   if (max_context < 1) fail("max context {} must be at least 1", max_context);
-  // ModelConfig also reads qwen3moe and the qwen35 hybrids, whose layers this model cannot run.
-  if (config_.arch != ModelArch::kQwen3) {
-    fail("model: architecture '{}' is not supported by the Qwen3 model yet",
-         arch_name(config_.arch));
-  }
+  // ModelConfig also reads the qwen35 hybrids, whose layers this model cannot run.
+  if (config_.arch != ModelArch::kQwen3 && config_.arch != ModelArch::kQwen3Moe)
+    fail("model: architecture '{}' is not a Qwen3 model", arch_name(config_.arch));
   ModelWeights w = ModelWeights::from_gguf(file_, config_);
   token_embd_ = w.token_embd;
   std::shared_ptr<const void> owner = file_.keepalive();
   auto load = [&](const GgufTensor* t) { return load_weight(*t, device_, owner); };
-  for (const LayerWeights& lw : w.layers)
-    layers_.push_back(Layer{load(lw.attn_norm), load(lw.attn_q), load(lw.attn_k), load(lw.attn_v),
-                            load(lw.attn_output), load(lw.attn_q_norm), load(lw.attn_k_norm),
-                            load(lw.ffn_norm), load(lw.ffn_gate), load(lw.ffn_up),
-                            load(lw.ffn_down),
-                            KvCache(max_context, config_.n_kv_heads, config_.head_dim, device_)});
+  for (const LayerWeights& lw : w.layers) {
+    Layer l{load(lw.attn_norm),
+            load(lw.attn_q),
+            load(lw.attn_k),
+            load(lw.attn_v),
+            load(lw.attn_output),
+            load(lw.attn_q_norm),
+            load(lw.attn_k_norm),
+            load(lw.ffn_norm),
+            Tensor(),
+            Tensor(),
+            Tensor(),
+            std::nullopt,
+            KvCache(max_context, config_.n_kv_heads, config_.head_dim, device_)};
+    if (config_.moe) {
+      l.moe = load_moe(lw, config_, device_);
+    } else {
+      l.w_gate = load(lw.ffn_gate);
+      l.w_up = load(lw.ffn_up);
+      l.w_down = load(lw.ffn_down);
+    }
+    layers_.push_back(std::move(l));
+  }
   output_norm_ = load(w.output_norm);
   output_ = load(w.output);
 }
@@ -55,7 +70,7 @@ Tensor Qwen3Model::body(Tensor x, const Tensor& cos, const Tensor& sin, const Ch
     x = x + attention(l, rms_norm(x, l.attn_norm, config_.rms_eps), cos, sin, chunk);
     x.realize(var_vals_);
     Tensor h = rms_norm(x, l.ffn_norm, config_.rms_eps);
-    x = x + swiglu(h, l.w_gate, l.w_up, l.w_down);
+    x = x + (l.moe ? moe_ffn(*l.moe, h) : swiglu(h, l.w_gate, l.w_up, l.w_down));
   }
   Tensor last = x.shrink_to({{chunk.len - 1, chunk.len}, {dim(0), dim(config_.dim)}});
   return rms_norm(last, output_norm_, config_.rms_eps).linear(output_);

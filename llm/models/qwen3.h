@@ -1,11 +1,13 @@
-// Qwen3 dense (`general.architecture = qwen3`) written against the tensor API: embedding, RMSNorm,
-// per-head q/k RMSNorm, NEOX RoPE, grouped-query attention over a half-precision KV cache, SwiGLU
-// FFN, tied output when `output.weight` is absent. Weights stay in their GGUF format; every matmul
+// Qwen3 (`general.architecture = qwen3`, and `qwen3moe` with the MoE FFN of llm/models/moe.h)
+// written against the tensor API: embedding, RMSNorm, per-head q/k RMSNorm, NEOX RoPE,
+// grouped-query attention over a half-precision KV cache, SwiGLU FFN, tied output when
+// `output.weight` is absent. Weights stay in their GGUF format; every matmul
 // dequantizes inside its kernel (llm/quant/lazy_dequant.h).
 #pragma once
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "llm/model/config.h"
 #include "llm/models/layers.h"
 #include "llm/models/model.h"
+#include "llm/models/moe.h"
 #include "runtime/jit.h"
 #include "tensor/tensor.h"
 
@@ -34,7 +37,9 @@ class Qwen3Model : public LanguageModel {
 
  private:
   struct Layer {
-    Tensor attn_norm, wq, wk, wv, wo, q_norm, k_norm, ffn_norm, w_gate, w_up, w_down;
+    Tensor attn_norm, wq, wk, wv, wo, q_norm, k_norm, ffn_norm;
+    Tensor w_gate, w_up, w_down;    // dense FFN (qwen3)
+    std::optional<MoeWeights> moe;  // qwen3moe
     KvCache cache;
   };
   // One captured graph per row count: kMaxChunk (prefill, padded) and 1 (decode).

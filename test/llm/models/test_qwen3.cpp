@@ -7,8 +7,11 @@
 
 #include "llm/model/demo_model.h"
 #include "llm/models/generate.h"
+#include "llm/models/model.h"
 #include "llm/models/qwen3.h"
+#include "llm/quant/formats.h"
 #include "runtime/jit.h"
+#include "test/llm/reference/qwen35_reference.h"
 #include "test/llm/reference/qwen3_reference.h"
 #include "uop/error.h"
 
@@ -77,6 +80,43 @@ TEST_CASE("Qwen3 Q8_0") { check_against_reference(GgmlType::Q8_0, true, 5e-3); }
 TEST_CASE("Qwen3 Q4_K") { check_against_reference(GgmlType::Q4_K, true, 5e-3); }
 TEST_CASE("Qwen3 IQ4_XS") { check_against_reference(GgmlType::IQ4_XS, true, 5e-3); }
 
+// qwen3moe: qwen3 attention with the MoE FFN, against the hybrid reference (which reads qwen3moe).
+TEST_CASE("Qwen3 MoE logits agree with the reference at every position") {
+  for (GgmlType type : {GgmlType::F32, GgmlType::Q8_0, GgmlType::Q4_K}) {
+    CAPTURE(format_of(type).name);
+    DemoModelOptions o;
+    o.arch = ModelArch::kQwen3Moe;
+    o.n_layers = 2;
+    o.dim = 256;
+    o.n_heads = 4;
+    o.n_kv_heads = 2;
+    o.head_dim = 64;
+    o.n_experts = 8;
+    o.n_experts_used = 3;
+    o.expert_ffn_dim = 256;
+    o.weight_type = type;
+    o.seed = 21;
+    GgufFile file = GgufFile::from_buffer(build_demo_model(o).to_bytes());
+    test::ReferenceQwen35 ref(file);
+    std::unique_ptr<LanguageModel> model = load_model(file, 32, "CPU");
+    std::vector<int32_t> prompt{1, 17, 200, 42, 99, 7, 3, 250};
+    std::vector<float> got = model->forward(std::span(prompt).first(5), 0).to_vector<float>();
+    std::vector<float> want;
+    for (uint32_t p = 0; p < 5; ++p) want = ref.forward(prompt[p], p);
+    CHECK(rel_err(got, want) < 5e-3);
+    for (uint32_t p = 5; p < prompt.size(); ++p) {
+      got = model->forward(std::span(prompt).subspan(p, 1), p).to_vector<float>();
+      want = ref.forward(prompt[p], p);
+      CAPTURE(p);
+      CHECK(rel_err(got, want) < 5e-3);
+    }
+    CHECK(std::max_element(got.begin(), got.end()) - got.begin() ==
+          std::max_element(want.begin(), want.end()) - want.begin());
+  }
+}
+
+// "The same" up to float32 rounding: the padded 32-row graph and the 1-row graph tile their
+// reductions differently (a padding or cache bug is off by far more).
 TEST_CASE("chunked prefill, token-by-token prefill and JIT replay give the same logits") {
   GgufFile file = demo(GgmlType::Q8_0, true, 5);
   std::vector<int32_t> prompt{5, 9, 14, 200, 33, 71, 8, 120, 45};
@@ -89,8 +129,8 @@ TEST_CASE("chunked prefill, token-by-token prefill and JIT replay give the same 
   for (size_t p = 0; p < prompt.size(); p += 2)
     c = chunks.forward(std::span(prompt).subspan(p, std::min<size_t>(2, prompt.size() - p)), p)
             .to_vector<float>();
-  CHECK(rel_err(a, b) < 1e-5);
-  CHECK(rel_err(a, c) < 1e-5);
+  CHECK(rel_err(a, b) < 1e-4);
+  CHECK(rel_err(a, c) < 1e-4);
 }
 
 // Every prefill chunk length runs through one graph padded to kMaxChunk rows: after two calls of
@@ -114,11 +154,27 @@ TEST_CASE("one prefill graph serves every chunk length") {
                  .to_vector<float>();
     pos += lengths[i];
     CAPTURE(pos);
-    CHECK(rel_err(got, want) < 1e-5);
+    CHECK(rel_err(got, want) < 1e-4);
   }
   CHECK(jit_stats().schedules == 0);
   CHECK(jit_stats().compiles == 0);
   CHECK_THROWS_WITH_AS(chunked.forward(prompt, 0), doctest::Contains("the most is 32"), Error);
+}
+
+TEST_CASE("generate after warm_up: same tokens, nothing compiled or scheduled") {
+  GgufFile file = demo(GgmlType::Q8_0, true, 4);
+  Qwen3Model warm(file, 64, "CPU"), cold(file, 64, "CPU");
+  Generator g_warm(warm), g_cold(cold);
+  CHECK(g_warm.warm_up() > 0);
+  CHECK(g_warm.cached_tokens().empty());
+  GenerateOptions o;
+  o.max_tokens = 6;
+  std::vector<int32_t> prompt{3, 1, 4, 1, 5, 9, 2, 6};
+  jit_stats() = {};
+  std::vector<int32_t> got = g_warm.generate(prompt, o).tokens;
+  CHECK(jit_stats().schedules == 0);
+  CHECK(jit_stats().compiles == 0);
+  CHECK(got == g_cold.generate(prompt, o).tokens);
 }
 
 TEST_CASE("generate: prefix reuse gives the same tokens as a fresh run") {
@@ -146,30 +202,15 @@ TEST_CASE("generate: prefix reuse gives the same tokens as a fresh run") {
   CHECK(g_reused.generate(other, o).tokens == g_fresh2.generate(other, o).tokens);
 }
 
-TEST_CASE("sampling is seeded and reproducible; greedy picks the argmax") {
+TEST_CASE("top_logprobs: the k most likely tokens with log-softmax values") {
   std::vector<float> logits{0.1f, 2.0f, -1.0f, 1.9f, 0.0f};
-  Sampler greedy(SamplingOptions{});
-  CHECK(greedy.sample(logits) == 1);
-  SamplingOptions o;
-  o.temperature = 1.0f;
-  o.seed = 42;
-  Sampler s1(o), s2(o);
-  std::vector<int32_t> a, b;
-  for (int i = 0; i < 50; ++i) a.push_back(s1.sample(logits)), b.push_back(s2.sample(logits));
-  CHECK(a == b);
-  o.top_k = 2;
-  Sampler top2(o);
-  for (int i = 0; i < 50; ++i) {
-    int32_t t = top2.sample(logits);
-    CHECK((t == 1 || t == 3));
-  }
   auto lp = Sampler::top_logprobs(logits, 2);
   REQUIRE(lp.size() == 2);
   CHECK(lp[0].first == 1);
   CHECK(lp[1].first == 3);
-  CHECK(lp[0].second < 0);
-  o.top_p = 0;
-  CHECK_THROWS_AS(Sampler{o}, Error);
+  double z = 0;
+  for (float x : logits) z += std::exp(double(x));
+  CHECK(lp[0].second == doctest::Approx(2.0 - std::log(z)).epsilon(1e-5));
 }
 
 TEST_CASE("a prompt past the context is an error") {
