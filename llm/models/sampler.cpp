@@ -210,49 +210,6 @@ void Sampler::warm_up(int64_t vocab) {
   for (int call = 0; call < 2; ++call) draw(zeros, 0);
 }
 
-// TODO: the host sampler generate() still calls; goes when it calls sample(const Tensor&).
-int32_t Sampler::sample(std::span<const float> logits) {
-  if (logits.empty()) fail("sampling: no logits");
-  if (opt_.temperature == 0)
-    return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-  // Candidates sorted by logit, then cut by top-k, min-p and top-p.
-  std::vector<int32_t> ids(logits.size());
-  std::iota(ids.begin(), ids.end(), 0);
-  std::stable_sort(ids.begin(), ids.end(),
-                   [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
-  if (opt_.top_k > 0 && static_cast<size_t>(opt_.top_k) < ids.size()) ids.resize(opt_.top_k);
-  const double max_logit = logits[ids[0]];
-  if (!std::isfinite(max_logit)) fail("sampling: the logits are not finite");
-  std::vector<double> p(ids.size());
-  double total = 0;
-  for (size_t i = 0; i < ids.size(); ++i)
-    total += p[i] = std::exp((logits[ids[i]] - max_logit) / opt_.temperature);
-  size_t keep = ids.size();
-  if (opt_.min_p > 0)
-    while (keep > 1 && p[keep - 1] < opt_.min_p * p[0]) --keep;
-  if (opt_.top_p < 1) {
-    double cum = 0;
-    for (size_t i = 0; i < keep; ++i) {
-      cum += p[i] / total;
-      if (cum >= opt_.top_p) {
-        keep = i + 1;
-        break;
-      }
-    }
-  }
-  double kept = std::accumulate(p.begin(), p.begin() + keep, 0.0);
-  // splitmix64 of a counter
-  uint64_t z = (host_state_ += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  double u = static_cast<double>((z ^ (z >> 31)) >> 11) * 0x1.0p-53 * kept;
-  for (size_t i = 0; i < keep; ++i) {
-    u -= p[i];
-    if (u < 0) return ids[i];
-  }
-  return ids[keep - 1];
-}
-
 std::vector<std::pair<int32_t, float>> Sampler::top_logprobs(std::span<const float> logits, int k) {
   const double max_logit = *std::max_element(logits.begin(), logits.end());
   double total = 0;

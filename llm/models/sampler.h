@@ -46,7 +46,7 @@ class Sampler {
  public:
   /// Validates the options (an Error names the bad one); nothing touches the device until the
   /// first sample().
-  explicit Sampler(SamplingOptions options, std::string device = "");
+  Sampler(SamplingOptions options, std::string device);
   /// An Error unless the options are valid.
   static void validate(const SamplingOptions& options);
   /// The next token for `logits`: vocab float32 values, (1, vocab) or (vocab), on the sampler's
@@ -56,9 +56,6 @@ class Sampler {
   /// Sampler with the same device, vocab and filters in use neither schedules nor compiles. The
   /// tokens sample() returns are unchanged.
   void warm_up(int64_t vocab);
-  /// The old host sampler (sort-based, its own splitmix64 stream), kept until generate() calls
-  /// sample(const Tensor&). TODO: remove with host_state_.
-  int32_t sample(std::span<const float> logits);
   /// The k most likely tokens and their log-probabilities (log-softmax of the raw logits).
   static std::vector<std::pair<int32_t, float>> top_logprobs(std::span<const float> logits, int k);
 
@@ -69,7 +66,6 @@ class Sampler {
   std::string device_;
   int64_t step_ = 0;  // calls so far: the hash counter
   Tensor params_;     // the seed and the options on the device, made by the first call
-  uint64_t host_state_ = opt_.seed;
 };
 
 }  // namespace ugrad::llm
