@@ -29,8 +29,8 @@ namespace {
 // The k largest router logits of each row, in descending order: ids (rows, k) int32 and their
 // renormalised softmax weights (rows, k). Expert e's rank is the number of experts ahead of it,
 // j ahead of e iff l_j > l_e or (l_j == l_e and j < e), so ties go to the lower id; slot s holds
-// the expert of rank s. Three small kernels for any k. The weights are the softmax over the
-// chosen logits, which equals p_e / Σ_S p of the softmax over all experts.
+// the expert of rank s. A few small kernels, however large k is. The weights are the softmax over
+// the chosen logits, which equals p_e / Σ_S p of the softmax over all experts.
 std::pair<Tensor, Tensor> top_k(const Tensor& logits, int64_t k) {
   const int64_t rows = logits.size(0), n_experts = logits.size(1);
   Tensor l_e = logits.reshape({rows, n_experts, 1}), l_j = logits.reshape({rows, 1, n_experts});
@@ -56,8 +56,7 @@ Tensor moe_ffn(const MoeWeights& w, const Tensor& h) {
   const int64_t rows = h.size(0), dim = h.size(1), k = w.n_used;
   if (k < 1 || k > w.router.size(0)) fail("moe: {} experts used of {}", k, w.router.size(0));
   auto [ids, weights] = top_k(h.linear(w.router), k);
-  // Each (token, slot) reads its expert's rows: (rows, k, F, dim) x (rows, 1, 1, dim) -> (rows, k,
-  // F).
+  // Each (token, slot) reads its own expert: (rows, k, F, dim) x (rows, 1, 1, dim) -> (rows, k, F).
   Tensor x = h.reshape({rows, 1, 1, dim});
   Tensor gate = (chosen(w.gate_exps, ids) * x).sum({3});
   Tensor up = (chosen(w.up_exps, ids) * x).sum({3});
