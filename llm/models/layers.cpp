@@ -95,8 +95,10 @@ Tensor KvCache::attend(const Tensor& q, const Tensor& k, const Tensor& v, const 
   // q is materialized: fused into the scores it would be normed and rotated once per key.
   Tensor qg =
       q.contiguous().reshape({n, kvh, group, hd}).permute({1, 2, 0, 3});  // (kvh, group, n, hd)
-  Tensor scores = qg.matmul(keys.unsqueeze(1).transpose()) *
-                  (1.0 / std::sqrt(static_cast<double>(hd)));  // (kvh, group, n, L)
+  // Materialized: fused into the weighted sum of values it would be recomputed per value dim.
+  Tensor scores =
+      (qg.matmul(keys.unsqueeze(1).transpose()) * (1.0 / std::sqrt(static_cast<double>(hd))))
+          .contiguous();  // (kvh, group, n, L)
   Tensor query_pos =
       (Tensor::from_dim(sp, device_) + Tensor::arange(n, dtypes::int32, device_)).reshape({n, 1});
   Tensor key_pos =
