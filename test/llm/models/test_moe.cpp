@@ -9,9 +9,11 @@
 #include <numeric>
 #include <vector>
 
+#include "codegen/gather_load.h"
 #include "llm/model/demo_model.h"
 #include "llm/models/moe.h"
 #include "llm/quant/dequantize.h"
+#include "schedule/schedule.h"
 #include "uop/error.h"
 
 using namespace ugrad;
@@ -204,4 +206,27 @@ TEST_CASE("load_moe of a layer without experts is an error") {
   ModelConfig config = ModelConfig::from_gguf(file);
   ModelWeights weights = ModelWeights::from_gguf(file, config);
   CHECK_THROWS_AS(load_moe(weights.layers.at(0), config, "CPU"), Error);
+}
+
+TEST_CASE("moe_ffn kernels that read expert bytes have no loop over the experts") {
+  // The experts are uint8 (Q8_0) buffers; after the gather rewrite no kernel reading one keeps a
+  // range of extent E (the one-hot sum over experts became a direct load).
+  Layer layer(demo(ModelArch::kQwen35Moe, GgmlType::Q8_0, 21));
+  MoeWeights w = load_moe(layer.lw(), layer.config, "CPU");
+  Tensor h = Tensor::from_vector(random_rows(32, 1), {32, int64_t(kDim)});
+  Schedule s = create_schedule({moe_ffn(w, h).node()});
+  int expert_kernels = 0;
+  for (const ScheduleItem& item : s.items) {
+    UOp ast = gather_loads(item.ast);
+    bool reads_bytes = false, loops_over_experts = false;
+    for (const UOp& u : ast.toposort()) {
+      reads_bytes = reads_bytes || (u.op() == Op::PARAM && u.dtype().base() == dtypes::uint8);
+      loops_over_experts = loops_over_experts || (u.op() == Op::RANGE && u.src(0).is_const() &&
+                                                  u.src(0).const_int() == kExperts);
+    }
+    if (!reads_bytes) continue;
+    ++expert_kernels;
+    CHECK_FALSE(loops_over_experts);
+  }
+  CHECK(expert_kernels >= 2);  // gate/up and down (and the shared expert's)
 }
