@@ -157,9 +157,8 @@ Tensor Tensor::arange(int64_t stop, DType dtype, const std::string& device) {
   return arange(0.0, static_cast<double>(stop), 1.0, dtype, device);
 }
 
-// NOTE: computed on the host and uploaded (an O(n) copy) rather than built from graph ops: the
-// tensor graph has no index-valued op, and the prefix-sum construction costs O(n^2) unless the
-// code generator folds it.
+// NOTE: computed on the host and uploaded (an O(n) copy), so the result is a realized buffer like
+// any other data; the internal index vectors use the RANGE leaf of index_range instead.
 Tensor Tensor::arange(double start, double stop, double step, DType dtype,
                       const std::string& device) {
   if (step == 0 || !std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step))
