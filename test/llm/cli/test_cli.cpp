@@ -1,0 +1,180 @@
+// The `llm` command: options and their errors, alias lookup, and the binary itself on demo GGUFs
+// (JSON output against the in-process generator, clear errors and non-zero exits on bad input).
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+
+#include "llm/cli/model_path.h"
+#include "llm/cli/options.h"
+#include "llm/model/demo_model.h"
+#include "llm/models/generate.h"
+#include "llm/models/model.h"
+#include "uop/error.h"
+
+using namespace ugrad;
+using namespace ugrad::llm;
+
+namespace {
+
+struct RunResult {
+  int status;
+  std::string output;  // stdout and stderr
+};
+
+RunResult run_llm(const std::string& args) {
+  std::string cmd = std::string(UGRAD_LLM_BINARY) + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+  int st = pclose(pipe);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+std::filesystem::path temp_path(const std::string& name) {
+  return std::filesystem::temp_directory_path() /
+         ("ugrad_test_cli_" + std::to_string(::getpid()) + "_" + name);
+}
+
+std::string write_demo(const std::string& name, ModelArch arch) {
+  DemoModelOptions o;
+  o.arch = arch;
+  o.seed = 5;
+  std::string path = temp_path(name).string();
+  write_demo_model(path, o);
+  return path;
+}
+
+// The integers of the JSON array after "key":.
+std::vector<int32_t> json_ids(const std::string& json, const std::string& key) {
+  std::smatch m;
+  REQUIRE(std::regex_search(json, m, std::regex("\"" + key + "\":\\[([0-9,]*)\\]")));
+  std::vector<int32_t> ids;
+  std::string list = m[1];
+  for (size_t p = 0; p < list.size();) {
+    size_t q = list.find(',', p);
+    if (q == std::string::npos) q = list.size();
+    ids.push_back(std::stoi(list.substr(p, q - p)));
+    p = q + 1;
+  }
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("llm options: values, defaults and errors that name the flag") {
+  CliOptions o = parse_cli({"-m", "x.gguf", "--prompt-ids", "1,2,3", "--temperature", "0.7",
+                            "--top-k", "40", "--top-p", "0.9", "--min-p", "0.05", "--seed", "9",
+                            "--max-tokens", "12", "--json", "--top-logprobs", "3"});
+  CHECK(o.model == "x.gguf");
+  CHECK(o.prompt_ids == std::vector<int32_t>{1, 2, 3});
+  CHECK(o.raw);
+  CHECK(o.sampling.top_k == 40);
+  CHECK(o.sampling.seed == 9);
+  CHECK(o.max_tokens == 12);
+  CHECK(o.top_logprobs == 3);
+  CHECK(parse_cli({"--help"}).help);
+  auto fails = [](std::vector<std::string> args, const std::string& what) {
+    CAPTURE(what);
+    CHECK_THROWS_WITH_AS(parse_cli(args), doctest::Contains(what.c_str()), Error);
+  };
+  fails({"--prompt", "hi"}, "--model is required");
+  fails({"-m", "x", "--max-tokens"}, "--max-tokens needs a value");
+  fails({"-m", "x", "--max-tokens", "ten"}, "--max-tokens");
+  fails({"-m", "x", "--max-context", "0"}, "--max-context 0");
+  fails({"-m", "x", "--top-logprobs", "2"}, "--top-logprobs needs --json");
+  fails({"-m", "x", "--json"}, "--json needs --prompt or --prompt-ids");
+  fails({"-m", "x", "--top-p", "0"}, "top-p 0 is not in (0, 1]");
+  fails({"-m", "x", "--temperature", "-1"}, "temperature");
+  fails({"-m", "x", "--frobnicate"}, "--frobnicate");
+}
+
+TEST_CASE("llm aliases: a missing file says which file and where to put it") {
+  std::filesystem::path dir = temp_path("models");
+  std::filesystem::create_directories(dir);
+  ::setenv("MODELS_DIR", dir.c_str(), 1);
+  const std::string missing = "Qwen3-0.6B-Q8_0.gguf and is not in " + dir.string();
+  CHECK_THROWS_WITH_AS(resolve_model_path("qwen3:0.6b"), doctest::Contains(missing.c_str()), Error);
+  std::ofstream(dir / "Qwen3-0.6B-Q8_0.gguf") << "x";
+  CHECK(resolve_model_path("qwen3:0.6b") == (dir / "Qwen3-0.6B-Q8_0.gguf").string());
+  CHECK_THROWS_WITH_AS(resolve_model_path("nope.gguf"), doctest::Contains("does not exist"), Error);
+  std::filesystem::remove_all(dir);
+  ::unsetenv("MODELS_DIR");
+}
+
+TEST_CASE("llm --json: the generated ids are the in-process generator's, with top log-probs") {
+  std::string path = write_demo("qwen3.gguf", ModelArch::kQwen3);
+  RunResult r = run_llm("--model " + path +
+                        " --prompt-ids 5,9,14,200,33 --max-tokens 6 --json --top-logprobs 3");
+  CAPTURE(r.output);
+  REQUIRE(r.status == 0);
+  std::vector<int32_t> got = json_ids(r.output, "generated_ids");
+  CHECK(json_ids(r.output, "prompt_ids") == std::vector<int32_t>{5, 9, 14, 200, 33});
+  GgufFile file = GgufFile::open(path);
+  std::unique_ptr<LanguageModel> model = load_model(file, 4096, "CPU");
+  Generator gen(*model);
+  GenerateOptions g;
+  g.max_tokens = 6;
+  std::vector<int32_t> prompt{5, 9, 14, 200, 33};
+  GenerateResult want = gen.generate(prompt, g);
+  CHECK(got == std::vector<int32_t>(want.tokens.begin(), want.tokens.end()));
+  // One row of 3 [id,logprob] pairs per generated token, ids first among them.
+  std::regex pair_re("\\[(-?[0-9]+),(-?[0-9.e+-]+)\\]");
+  size_t lp = r.output.find("\"top_logprobs\":");
+  REQUIRE(lp != std::string::npos);
+  std::string rows = r.output.substr(lp);
+  auto pairs = std::distance(std::sregex_iterator(rows.begin(), rows.end(), pair_re),
+                             std::sregex_iterator());
+  CHECK(pairs == static_cast<long>(3 * got.size()));
+  for (const char* key : {"load_s", "warmup_s", "prefill_tok_s", "decode_tok_s", "\"text\""})
+    CHECK(r.output.find(key) != std::string::npos);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("llm runs the hybrid and MoE families, and --benchmark reports speeds") {
+  for (ModelArch arch : {ModelArch::kQwen35, ModelArch::kQwen3Moe, ModelArch::kQwen35Moe}) {
+    std::string path = write_demo("family.gguf", arch);
+    RunResult r = run_llm("--model " + path + " --prompt hello --raw --max-tokens 3 --benchmark");
+    CAPTURE(r.output);
+    CHECK(r.status == 0);
+    CHECK(r.output.find("decode 3 tokens") != std::string::npos);
+    std::filesystem::remove(path);
+  }
+}
+
+TEST_CASE("llm errors: non-zero exit and a message naming the problem") {
+  std::string path = write_demo("err.gguf", ModelArch::kQwen3);
+  auto fails = [](const std::string& args, const std::string& what) {
+    RunResult r = run_llm(args);
+    CAPTURE(args);
+    CAPTURE(r.output);
+    CHECK(r.status != 0);
+    CHECK(r.output.find(what) != std::string::npos);
+  };
+  fails("--model " + path + " --prompt-ids 1,2,3,4,5,6 --max-context 4 --json",
+        "the prompt has 6 tokens but the context holds 4");
+  fails("--model " + path + " --prompt-ids 1,99999999 --json", "outside the vocabulary");
+  fails("--model /nonexistent/m.gguf --prompt hi", "does not exist");
+  fails("--model " + path + " --prompt hi --device NOPE", "NOPE");
+  fails("--prompt hi", "--model is required");
+  // A truncated file.
+  std::string cut = temp_path("cut.gguf").string();
+  {
+    std::ifstream in(path, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  }
+  fails("--model " + cut + " --prompt hi", "llm: gguf: ");
+  std::filesystem::remove(cut);
+  std::filesystem::remove(path);
+}
