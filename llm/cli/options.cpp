@@ -33,9 +33,11 @@ std::vector<int32_t> id_list(const std::string& text) {
 std::string cli_usage() {
   return R"(usage: llm --model PATH_OR_ALIAS [options]
 
-Runs a GGUF Qwen3 model. Without --prompt it starts an interactive chat.
+Runs a GGUF Qwen model: Qwen3 (qwen3), Qwen3 MoE (qwen3moe), the Qwen3.5/3.6 Gated DeltaNet
+hybrids (qwen35) and their MoE variants (qwen35moe). Without --prompt it starts an interactive chat.
 
-  --model, -m PATH|ALIAS   a .gguf file, or an alias (qwen3:0.6b, qwen3:1.7b, qwen3:4b, qwen3:8b)
+  --model, -m PATH|ALIAS   a .gguf file, or an alias (qwen3:0.6b ... qwen3:32b, qwen3:30b-a3b,
+                           qwen3.5:0.8b, qwen3.6:27b)
                            looked up in the model directory (MODELS_DIR, default ~/.cache/ugrad/models)
   --prompt, -p TEXT        one-shot prompt; the answer streams to stdout
   --prompt-ids 1,2,3       feed raw token ids instead of text (implies --raw)
@@ -43,8 +45,8 @@ Runs a GGUF Qwen3 model. Without --prompt it starts an interactive chat.
   --think                  let Qwen3 think (<think> block) in chat-formatted prompts
   --max-tokens N           tokens to generate (default 256)
   --max-context N          KV cache length in tokens (default 4096)
-  --temperature T          0 = greedy (default 0)
-  --top-k K  --top-p P  --min-p P  --seed S
+  --temperature T          0 = greedy (default 0); sampling runs on the device
+  --top-k K  --top-p P  --min-p P  --seed S     (filters in this order; 0 / 1 / 0 = off)
   --device NAME            CPU (default DEV), NULL, NULL:gfx1100, AMD
   --benchmark              print prefill and decode tok/s and GB/s of weights read
   --json                   one JSON object on stdout (ids, text, timings)
