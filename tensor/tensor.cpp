@@ -236,8 +236,18 @@ void Tensor::realize_all(std::span<Tensor> tensors,
   std::vector<UOp> roots;
   std::vector<size_t> which;
   for (size_t i = 0; i < tensors.size(); ++i) {
-    if (tensors[i].is_realized()) continue;
-    roots.push_back(tensors[i].node());
+    const Tensor& t = tensors[i];
+    if (t.is_realized()) continue;
+    // A graph of constants names no device in its nodes: it is written into a buffer of the
+    // tensor's device (else the scheduler would pick the default device).
+    std::optional<std::vector<int64_t>> dims = static_dims(t.shape());
+    bool constant = false;
+    if (dims) {
+      std::vector<UOp> graph = t.node().toposort();
+      constant = std::none_of(graph.begin(), graph.end(),
+                              [](const UOp& u) { return u.op() == Op::BUFFER; });
+    }
+    roots.push_back(constant ? empty(*dims, t.dtype(), t.device()).assign(t).node() : t.node());
     which.push_back(i);
   }
   if (roots.empty()) return;

@@ -48,6 +48,17 @@ TEST_CASE("tensor: from_host_memory wraps host bytes without copying on the CPU"
   CHECK(watch.expired());
 }
 
+// Regression: a graph of constants names no device, and realizing it ran on the default device
+// (a KV cache made with zeros(..., "NULL:gfx1100") landed on the CPU).
+TEST_CASE("tensor: a realized constant lives on the tensor's device") {
+  Tensor z = Tensor::zeros({4, 8}, dtypes::float16, "NULL").contiguous();
+  z.realize();
+  CHECK(z.is_realized());
+  UOp buf = z.node();
+  while (buf.op() != Op::BUFFER) buf = buf.src(0);
+  CHECK(buf.arg_as<BufferArg>().device == "NULL");
+}
+
 TEST_CASE("tensor: realize replaces the graph in every copy") {
   Tensor a = Tensor::from_vector<float>({1, 2, 3}, {3});
   Tensor b = a * 2 + 1;

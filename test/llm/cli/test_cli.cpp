@@ -152,6 +152,22 @@ TEST_CASE("llm runs the hybrid and MoE families, and --benchmark reports speeds"
   }
 }
 
+// The AMD path without a GPU: every kernel of every family (model, sampler) is compiled for
+// gfx1100 and its code object validated; NULL devices run nothing, so the tokens are meaningless.
+TEST_CASE("llm --device NULL:gfx1100 compiles every family's kernels for RDNA3") {
+  for (ModelArch arch :
+       {ModelArch::kQwen3, ModelArch::kQwen35, ModelArch::kQwen3Moe, ModelArch::kQwen35Moe}) {
+    std::string path = write_demo("gfx1100.gguf", arch);
+    RunResult r = run_llm("--model " + path +
+                          " --prompt hello --raw --max-tokens 2 --temperature 0.7 --top-k 5 "
+                          "--top-p 0.9 --min-p 0.01 --device NULL:gfx1100");
+    CAPTURE(arch_name(arch));
+    CAPTURE(r.output);
+    CHECK(r.status == 0);
+    std::filesystem::remove(path);
+  }
+}
+
 TEST_CASE("llm errors: non-zero exit and a message naming the problem") {
   std::string path = write_demo("err.gguf", ModelArch::kQwen3);
   auto fails = [](const std::string& args, const std::string& what) {
