@@ -13,17 +13,6 @@ namespace {
 
 constexpr double kSoftplusLinear = 20.0;  // softplus(x) = x beyond this (as torch and llama.cpp)
 
-// Row t of x (rows, ...): the remaining dims.
-Tensor row(const Tensor& x, int64_t t) {
-  std::vector<std::pair<int64_t, int64_t>> ranges{{t, t + 1}};
-  std::vector<int64_t> rest;
-  for (int64_t d = 1; d < x.ndim(); ++d) {
-    ranges.emplace_back(0, x.size(d));
-    rest.push_back(x.size(d));
-  }
-  return x.shrink(ranges).reshape(rest);
-}
-
 // x / max(||x||_2, eps) over the last axis (ggml_l2_norm).
 Tensor l2_norm(const Tensor& x, float eps) {
   return x * maximum(x.square().sum({-1}, true).sqrt(), eps).reciprocal();
@@ -42,44 +31,100 @@ Tensor ffn(const Tensor& h, const Tensor& gate, const Tensor& up, const Tensor& 
 
 }  // namespace
 
-Tensor gated_delta_rule(const Tensor& state, const Tensor& q, const Tensor& k, const Tensor& v,
-                        const Tensor& beta, const Tensor& decay, const VarVals& var_vals) {
-  const int64_t n = q.size(0), heads = q.size(1), dk = q.size(2), dv = v.size(2);
-  // Every step reads one row of these: computed once.
-  Tensor in[] = {stack({k, q}, 2).contiguous(), v.contiguous(), beta.contiguous(),
-                 decay.contiguous(), (q * k).sum({-1}).contiguous()};
+namespace {
+
+// One row (decode), in place: [M' k | M' q] with M' = decay M from the old state, then
+// M <- M' + beta (v - M' k) (x) k, out = M' q + beta (v - M' k) (k . q).
+Tensor delta_rule_row(const Tensor& state, const Tensor& q, const Tensor& k, const Tensor& v,
+                      const Tensor& beta, const Tensor& log_decay, const VarVals& var_vals) {
+  const int64_t heads = q.size(1), dk = q.size(2), dv = v.size(2);
+  // Read by several kernels: computed once. [k | q] (heads, 2, d_k).
+  Tensor in[] = {cat({k.reshape({heads, 1, dk}), q.reshape({heads, 1, dk})}, 1).contiguous(),
+                 v.reshape({heads, dv}).contiguous(), beta.reshape({heads, 1}).contiguous(),
+                 log_decay.exp().reshape({heads, 1, 1}).contiguous()};
   Tensor::realize_all(in, var_vals);
-  const Tensor &kq = in[0], &vs = in[1], &betas = in[2], &decays = in[3], &qk = in[4];
-  // [M' k | M' q] of row t with M' = decay M: (heads, d_v, 2).
-  auto project = [&](const Tensor& m, int64_t t) {
-    Tensor decayed = m * row(decays, t).reshape({heads, 1, 1});
-    return (decayed.unsqueeze(2) * row(kq, t).unsqueeze(1)).sum({-1});
+  const Tensor &kq = in[0], &vs = in[1], &betas = in[2], &decay = in[3];
+  Tensor k1 = kq.shrink({{0, heads}, {0, 1}, {0, dk}}),
+         q1 = kq.shrink({{0, heads}, {1, 2}, {0, dk}});
+  Tensor proj = ((state * decay).unsqueeze(2) * kq.unsqueeze(1)).sum({-1}).contiguous();
+  auto delta = [&](const Tensor& p) {  // (heads, d_v)
+    return betas * (vs - p.shrink({{0, heads}, {0, dv}, {0, 1}}).reshape({heads, dv}));
   };
-  // beta (v - M' k): (heads, d_v).
-  auto delta = [&](const Tensor& proj, int64_t t) {
-    Tensor u = proj.shrink({{0, heads}, {0, dv}, {0, 1}}).reshape({heads, dv});
-    return row(betas, t).reshape({heads, 1}) * (row(vs, t) - u);
-  };
-  // M' + delta (x) k.
-  auto update = [&](const Tensor& m, const Tensor& proj, int64_t t) {
-    Tensor k_t = row(kq, t).shrink({{0, heads}, {0, 1}, {0, dk}});  // (heads, 1, d_k)
-    return m * row(decays, t).reshape({heads, 1, 1}) + delta(proj, t).reshape({heads, dv, 1}) * k_t;
-  };
-  Tensor m = state, proj;
-  std::vector<Tensor> outs;
-  for (int64_t t = 0; t < n; ++t) {
-    proj = project(m, t).contiguous();
-    // out = M_new q = M' q + delta (k . q)
-    Tensor mq = proj.shrink({{0, heads}, {0, dv}, {1, 2}}).reshape({heads, dv});
-    outs.push_back(mq + delta(proj, t) * row(qk, t).reshape({heads, 1}));
-    if (t + 1 < n) m = update(m, proj, t).contiguous();
-  }
-  Tensor done[] = {stack(outs, 0), m, proj};
+  Tensor out = proj.shrink({{0, heads}, {0, dv}, {1, 2}}).reshape({heads, dv}) +
+               delta(proj) * (q1 * k1).sum({-1});
+  Tensor done[] = {out.reshape({1, heads, dv}).contiguous(), proj};
   Tensor::realize_all(done, var_vals);
-  // The last row writes the state in place: every element is read and written by one thread,
-  // after the projection it needs has been computed from the old state.
-  state.assign(update(done[1], done[2], n - 1)).realize(var_vals);
+  // In place: each element is read and written by one thread, after the projection it needs.
+  state.assign(state * decay + delta(done[1]).reshape({heads, dv, 1}) * k1).realize(var_vals);
   return done[0];
+}
+
+// A constant (n, n) float32 mask: 1 where pred(i, j).
+template <typename Pred>
+Tensor index_mask(int64_t n, Pred pred, const std::string& device) {
+  std::vector<float> m(n * n);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) m[i * n + j] = pred(i, j) ? 1.0f : 0.0f;
+  return Tensor::from_vector(m, {n, n}, dtypes::float32, device);
+}
+
+// The rows of a chunk at once in the WY form of §6.4 (HF's chunk_gated_delta_rule), per head
+// with S = M^T, G = cumsum(log decay), D[i][j] = exp(G_i - G_j) for j <= i, else 0:
+//   A = strictly_lower((beta k_i . k_j) D),  T = (I + A)^-1,  U = T (beta v),
+//   W = T (beta k exp(G)),  V' = U - W S,  out = (q exp(G)) S + ((q_i . k_j) D) V',
+//   S <- exp(G_last) S + (k exp(G_last - G))^T V'.
+// A padded row (beta 0, log decay 0) has a zero row in A, so its row of T is e_i and its rows of
+// U, W and V' are exactly zero: it adds exact zeros to the state and to the other rows' outputs.
+Tensor delta_rule_chunk(const Tensor& state, const Tensor& q, const Tensor& k, const Tensor& v,
+                        const Tensor& beta, const Tensor& log_decay, const VarVals& var_vals) {
+  const int64_t n = q.size(0), heads = q.size(1);
+  const std::string& device = state.device();
+  // Heads first: (heads, n, d); beta (heads, n, 1); G (heads, n).
+  Tensor in[] = {q.permute({1, 0, 2}).contiguous(), k.permute({1, 0, 2}).contiguous(),
+                 v.permute({1, 0, 2}).contiguous(), beta.transpose().unsqueeze(-1).contiguous(),
+                 log_decay.transpose().cumsum(1).contiguous()};
+  Tensor::realize_all(in, var_vals);
+  const Tensor &qh = in[0], &kh = in[1], &vh = in[2], &bh = in[3], &cum = in[4];
+  Tensor lower = index_mask(
+      n, [](int64_t i, int64_t j) { return i > j; }, device);
+  Tensor lower_incl = index_mask(
+      n, [](int64_t i, int64_t j) { return i >= j; }, device);
+  // G_i - G_j <= 0 on and below the diagonal; above it the clamp keeps exp finite before the mask.
+  Tensor decays =
+      (minimum(cum.unsqueeze(2) - cum.unsqueeze(1), 0.0).exp() * lower_incl).contiguous();
+  Tensor kb = kh * bh;
+  Tensor a = (kb.matmul(kh.transpose()) * decays * lower).contiguous();
+  // (I + A)^-1 by blocked inversion: with T the inverse of the diagonal blocks of size b, the
+  // inverse of the blocks of size 2b is T - T A_off T, A_off = the lower-left b x b block of each
+  // 2b block of A (as forward substitution, without the cancellation of a power series).
+  Tensor t = Tensor::eye(n, std::nullopt, dtypes::float32, device);
+  for (int64_t b = 1; b < n; b *= 2) {
+    auto off_block = [b](int64_t i, int64_t j) {
+      return i / (2 * b) == j / (2 * b) && i / b != j / b;
+    };
+    Tensor off = a * index_mask(n, off_block, device);
+    t = (t - t.matmul(off).matmul(t)).contiguous();
+  }
+  Tensor eg = cum.exp().unsqueeze(-1);  // (heads, n, 1)
+  Tensor s = state.transpose();         // (heads, d_k, d_v)
+  Tensor vp = (t.matmul(vh * bh) - t.matmul(kb * eg).matmul(s)).contiguous();
+  Tensor out = (qh * eg).matmul(s) + (qh.matmul(kh.transpose()) * decays).matmul(vp);
+  Tensor done[] = {out.permute({1, 0, 2}).contiguous(), vp};
+  Tensor::realize_all(done, var_vals);
+  // In place: element (h, j, i) reads only itself of the old state (and V', computed before).
+  Tensor g_last = cum.shrink({{0, heads}, {n - 1, n}});  // (heads, 1)
+  Tensor k_decayed = kh * (g_last - cum).exp().unsqueeze(-1);
+  state.assign(state * g_last.exp().unsqueeze(-1) + done[1].transpose().matmul(k_decayed))
+      .realize(var_vals);
+  return done[0];
+}
+
+}  // namespace
+
+Tensor gated_delta_rule(const Tensor& state, const Tensor& q, const Tensor& k, const Tensor& v,
+                        const Tensor& beta, const Tensor& log_decay, const VarVals& var_vals) {
+  return q.size(0) == 1 ? delta_rule_row(state, q, k, v, beta, log_decay, var_vals)
+                        : delta_rule_chunk(state, q, k, v, beta, log_decay, var_vals);
 }
 
 Qwen35Model::Qwen35Model(const GgufFile& file, int64_t max_context, const std::string& device)
@@ -228,16 +273,16 @@ Tensor Qwen35Model::delta_net(DeltaNet& l, const Tensor& h, const Chunk& chunk) 
                  .repeat({1, tiles, 1});
   Tensor k = l2_norm(heads(kd, hk, dk), eps).repeat({1, tiles, 1});
   Tensor v = heads(2 * kd, hv, dv);
-  Tensor beta = h.linear(l.w_beta).sigmoid();                              // (n, H_v)
-  Tensor decay = (softplus(h.linear(l.w_alpha) + l.dt_bias) * l.a).exp();  // ssm_a < 0
+  Tensor beta = h.linear(l.w_beta).sigmoid();                          // (n, H_v)
+  Tensor log_decay = softplus(h.linear(l.w_alpha) + l.dt_bias) * l.a;  // ssm_a < 0
   if (n > 1) {
     Tensor real = Tensor::arange(n, dtypes::int32, device_)
                       .lt(Tensor::from_dim(len, device_))
                       .reshape({n, 1});
     beta = real.where(beta, 0.0);
-    decay = real.where(decay, 1.0);
+    log_decay = real.where(log_decay, 0.0);
   }
-  Tensor y = gated_delta_rule(l.state, q, k, v, beta, decay, var_vals_);  // (n, H_v, d_v)
+  Tensor y = gated_delta_rule(l.state, q, k, v, beta, log_decay, var_vals_);  // (n, H_v, d_v)
   Tensor z = h.linear(l.w_z).contiguous().reshape({n, hv, dv});
   // Materialized: fused into the projection SiLU(z) would be recomputed once per output column.
   Tensor gated = (rms_norm(y, l.norm, eps) * z.silu()).reshape({n, hv * dv}).contiguous();

@@ -117,6 +117,75 @@ std::vector<std::vector<float>> run_chunks(LanguageModel& m, std::span<const int
 
 std::vector<float> floats(const Tensor& t) { return t.to_vector<float>(); }
 
+// Inputs of gated_delta_rule for `rows` rows of `heads` heads, host side.
+struct DeltaInputs {
+  int64_t heads = 0, dk = 0, dv = 0, rows = 0;
+  std::vector<float> m0, q, k, v, beta, log_decay;
+};
+
+DeltaInputs random_delta_inputs(int64_t heads, int64_t dk, int64_t dv, int64_t rows,
+                                uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f), b(0.05f, 1.0f), g(-2.0f, 0.0f);
+  auto random = [&](int64_t n, std::uniform_real_distribution<float>& d) {
+    std::vector<float> x(n);
+    for (float& e : x) e = d(rng);
+    return x;
+  };
+  DeltaInputs in;
+  in.heads = heads, in.dk = dk, in.dv = dv, in.rows = rows;
+  in.m0 = random(heads * dv * dk, u);
+  in.q = random(rows * heads * dk, u);
+  in.k = random(rows * heads * dk, u);
+  in.v = random(rows * heads * dv, u);
+  in.beta = random(rows * heads, b);
+  in.log_decay = random(rows * heads, g);
+  // Unit keys (as the model's L2 norm makes them), q scaled by 1/sqrt(d_k).
+  for (int64_t r = 0; r < rows * heads; ++r) {
+    float norm = 0, qs = 1.0f / std::sqrt(static_cast<float>(dk));
+    for (int64_t i = 0; i < dk; ++i) norm += in.k[r * dk + i] * in.k[r * dk + i];
+    for (int64_t i = 0; i < dk; ++i) in.k[r * dk + i] /= std::sqrt(norm), in.q[r * dk + i] *= qs;
+  }
+  return in;
+}
+
+// gated_delta_rule on the CPU: the outputs, and the state it leaves.
+std::pair<std::vector<float>, std::vector<float>> run_delta(const DeltaInputs& in) {
+  auto t = [](const std::vector<float>& x, std::vector<int64_t> shape) {
+    return Tensor::from_vector(x, shape, dtypes::float32, "CPU");
+  };
+  const int64_t n = in.rows, h = in.heads;
+  Tensor state = t(in.m0, {h, in.dv, in.dk}).contiguous();
+  state.realize();
+  Tensor y =
+      gated_delta_rule(state, t(in.q, {n, h, in.dk}), t(in.k, {n, h, in.dk}),
+                       t(in.v, {n, h, in.dv}), t(in.beta, {n, h}), t(in.log_decay, {n, h}), {});
+  return {floats(y), floats(state)};
+}
+
+// test::gated_delta_step row after row: the outputs, and the state.
+std::pair<std::vector<float>, std::vector<float>> reference_delta(const DeltaInputs& in) {
+  std::vector<double> m(in.m0.begin(), in.m0.end()), out;
+  const int64_t h = in.heads, dk = in.dk, dv = in.dv;
+  for (int64_t r = 0; r < in.rows; ++r)
+    for (int64_t j = 0; j < h; ++j) {
+      auto vec = [&](const std::vector<float>& x, int64_t width) {
+        auto b = x.begin() + (r * h + j) * width;
+        return std::vector<double>(b, b + width);
+      };
+      std::vector<double> o(dv);
+      test::gated_delta_step(std::span(m).subspan(j * dv * dk, dv * dk), vec(in.q, dk),
+                             vec(in.k, dk), vec(in.v, dv), in.beta[r * h + j],
+                             std::exp(double(in.log_decay[r * h + j])), o);
+      out.insert(out.end(), o.begin(), o.end());
+    }
+  return {std::vector<float>(out.begin(), out.end()), std::vector<float>(m.begin(), m.end())};
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
 }  // namespace
 
 // The KV cache is half precision: logits differ from the f64 reference by ~1e-3 relative. The
@@ -194,59 +263,52 @@ TEST_CASE("a chunk of L rows padded to 32 leaves the states of L tokens fed one 
   }
 }
 
-TEST_CASE("gated delta rule: the reference step, and padded rows leave the state bit for bit") {
-  const int64_t heads = 3, dk = 8, dv = 5, rows = 6, real = 4;
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f), pos(0.1f, 1.0f);
-  auto random = [&](int64_t n, std::uniform_real_distribution<float>& d) {
-    std::vector<float> v(n);
-    for (float& x : v) x = d(rng);
-    return v;
-  };
-  std::vector<float> m0 = random(heads * dv * dk, u), q = random(rows * heads * dk, u),
-                     k = random(rows * heads * dk, u), v = random(rows * heads * dv, u),
-                     beta = random(rows * heads, pos), decay = random(rows * heads, pos);
-  // Rows real.. are padding.
-  for (int64_t i = real * heads; i < rows * heads; ++i) beta[i] = 0.0f, decay[i] = 1.0f;
-  auto t = [](const std::vector<float>& x, std::vector<int64_t> shape) {
-    return Tensor::from_vector(x, shape, dtypes::float32, "CPU");
-  };
-  auto run = [&](int64_t n, std::vector<float>& out) {
-    Tensor state = t(m0, {heads, dv, dk}).contiguous();
-    state.realize();
-    auto first = [&](const std::vector<float>& x, int64_t width) {
-      return std::vector<float>(x.begin(), x.begin() + n * heads * width);
-    };
-    Tensor y = gated_delta_rule(state, t(first(q, dk), {n, heads, dk}),
-                                t(first(k, dk), {n, heads, dk}), t(first(v, dv), {n, heads, dv}),
-                                t(first(beta, 1), {n, heads}), t(first(decay, 1), {n, heads}), {});
-    out = floats(y);
-    return floats(state);
-  };
-  std::vector<float> out_padded, out_real, out_one;
-  std::vector<float> padded = run(rows, out_padded), unpadded = run(real, out_real);
-  REQUIRE(padded.size() == unpadded.size());
-  CHECK(std::memcmp(padded.data(), unpadded.data(), padded.size() * sizeof(float)) == 0);
-  CHECK(std::equal(out_real.begin(), out_real.end(), out_padded.begin()));
-  // The reference step, row after row.
-  std::vector<double> m(m0.begin(), m0.end()), want_out;
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t h = 0; h < heads; ++h) {
-      auto vec = [&](const std::vector<float>& x, int64_t width) {
-        auto b = x.begin() + (r * heads + h) * width;
-        return std::vector<double>(b, b + width);
-      };
-      std::vector<double> o(dv);
-      test::gated_delta_step(std::span(m).subspan(h * dv * dk, dv * dk), vec(q, dk), vec(k, dk),
-                             vec(v, dv), beta[r * heads + h], decay[r * heads + h], o);
-      want_out.insert(want_out.end(), o.begin(), o.end());
-    }
-  std::vector<float> want_state(m.begin(), m.end()), want(want_out.begin(), want_out.end());
-  CHECK(rel_err(padded, want_state) < 1e-5);
-  CHECK(rel_err(out_padded, want) < 1e-5);
-  // One row (the decode shape) as well.
-  std::vector<float> one_state = run(1, out_one);
-  CHECK(rel_err(out_one, std::vector<float>(want.begin(), want.begin() + heads * dv)) < 1e-5);
+TEST_CASE("gated delta rule: one row and chunks (WY form) against the reference step") {
+  for (int64_t rows : {1, 2, 6, 32}) {
+    CAPTURE(rows);
+    DeltaInputs in = random_delta_inputs(3, 16, 8, rows, 7 + static_cast<uint32_t>(rows));
+    auto [out, state] = run_delta(in);
+    auto [want_out, want_state] = reference_delta(in);
+    CHECK(rel_err(out, want_out) < 1e-5);
+    CHECK(rel_err(state, want_state) < 1e-5);
+  }
+  // Nearly equal keys with beta 1 and no decay: (I + A)^-1 has small entries but the power series
+  // of A huge, cancelling ones. The blocked inversion must not go through them.
+  DeltaInputs in = random_delta_inputs(2, 16, 8, 32, 3);
+  for (int64_t r = 0; r < 32 * 2; ++r) {
+    for (int64_t i = 0; i < 16; ++i) in.k[r * 16 + i] = in.k[i] + 1e-3f * in.q[r * 16 + i];
+    in.beta[r] = 1.0f, in.log_decay[r] = 0.0f;
+  }
+  auto [out, state] = run_delta(in);
+  auto [want_out, want_state] = reference_delta(in);
+  CHECK(rel_err(out, want_out) < 1e-4);
+  CHECK(rel_err(state, want_state) < 1e-4);
+}
+
+TEST_CASE("gated delta rule: padded rows (beta 0, log decay 0) change nothing, bit for bit") {
+  const int64_t heads = 3, dk = 8, dv = 5, rows = 32, real = 13;
+  DeltaInputs a = random_delta_inputs(heads, dk, dv, rows, 11);
+  for (int64_t i = real * heads; i < rows * heads; ++i) a.beta[i] = 0.0f, a.log_decay[i] = 0.0f;
+  // The same real rows with other q, k, v in the padded ones.
+  DeltaInputs b = random_delta_inputs(heads, dk, dv, rows, 12);
+  for (std::vector<float>* x : {&b.q, &b.k, &b.v}) {
+    std::vector<float>& from = *(x == &b.q ? &a.q : x == &b.k ? &a.k : &a.v);
+    const int64_t width = x == &b.v ? dv : dk;
+    std::copy(from.begin(), from.begin() + real * heads * width, x->begin());
+  }
+  b.m0 = a.m0, b.beta = a.beta, b.log_decay = a.log_decay;
+  auto [out_a, state_a] = run_delta(a);
+  auto [out_b, state_b] = run_delta(b);
+  CHECK(same_bits(state_a, state_b));
+  out_a.resize(real * heads * dv), out_b.resize(real * heads * dv);
+  CHECK(same_bits(out_a, out_b));
+  // And the state is the one of the real rows alone.
+  a.rows = real;
+  CHECK(rel_err(state_a, reference_delta(a).second) < 1e-5);
+  // A single padded row (the decode shape) leaves the state bit for bit.
+  DeltaInputs one = random_delta_inputs(heads, dk, dv, 1, 13);
+  for (int64_t i = 0; i < heads; ++i) one.beta[i] = 0.0f, one.log_decay[i] = 0.0f;
+  CHECK(same_bits(run_delta(one).second, one.m0));
 }
 
 TEST_CASE("generate: a recurrent model continues an extending prompt and restarts otherwise") {
