@@ -59,6 +59,10 @@ const PatternMatcher& pm_decomp() {
        [](const Match& m) -> R {
          return m.root().replace_src({m["b"], m["i"]});
        }},
+      // LOAD(INDEX(b, i, false)) -> 0: a load whose gate never holds reads nothing
+      {UPat(Op::LOAD,
+            {UPat(Op::INDEX, {UPat::var("b"), UPat::var("i"), UPat::cnst(0).with_dtype(dt_bool)})}),
+       [](const Match& m) -> R { return UOp::cnst_int(m.root().dtype(), 0); }},
       // MULACC(a, b, c) -> a*b + c
       {UPat(Op::MULACC, {UPat::var("a"), UPat::var("b"), UPat::var("c")}),
        [](const Match& m) -> R { return m["a"] * m["b"] + m["c"]; }},

@@ -1,5 +1,6 @@
 // Decompositions: ops and dtypes the LLVM renderer does not emit directly become ones it does.
 //   POW(x, y)         -> exp2(y*log2|x|) with the sign and zero cases of C's pow; ints via float64
+//   LOAD under a false gate -> 0
 //   MULACC(a, b, c)   -> a*b + c
 //   bool ADD/MAX, MUL -> OR, AND
 //   bfloat16 CAST     -> integer bit operations (round to nearest even; NaN stays NaN)

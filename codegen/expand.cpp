@@ -5,6 +5,7 @@
 
 #include "codegen/affine.h"
 #include "codegen/opt.h"
+#include "uop/symbolic.h"
 
 namespace ugrad {
 
@@ -65,11 +66,31 @@ UOp expand_upcast(const UOp& ast, const UOp& r) {
 }
 
 // A vector axis: a power-of-two upcast along which every store that depends on it is contiguous.
-bool vectorizable(const UOp& ast, const UOp& r) {
+bool power_of_two_lanes(const UOp& r) {
   const int64_t n = r.src(0).const_int();
-  if (n < 2 || n > kMaxVectorLanes || (n & (n - 1)) != 0) return false;
+  return n >= 2 && n <= kMaxVectorLanes && (n & (n - 1)) == 0;
+}
+
+bool vectorizable(const UOp& ast, const UOp& r) {
+  if (!power_of_two_lanes(r)) return false;
   for (const UOp& s : ast.src())
     if (depends_on(s, r) && affine_coefficient(s.src(0).src(1), r) != 1) return false;
+  return true;
+}
+
+// A reduce lane axis: a power-of-two unroll of a reduce of 32/64-bit numbers along which every
+// load that depends on it reads contiguous elements (a gate, if any, does not depend on it).
+bool reduce_vectorizable(const UOp& ast, const UOp& r) {
+  if (!power_of_two_lanes(r)) return false;
+  for (const UOp& u : ast.toposort()) {
+    if (u.op() == Op::REDUCE && std::find(u.src().begin() + 1, u.src().end(), r) != u.src().end() &&
+        (is_bool(u.dtype()) || u.dtype().count != 1 || itemsize(u.dtype()) < 4))
+      return false;
+    if (u.op() != Op::LOAD || !depends_on(u, r)) continue;
+    const UOp& idx = u.src(0);
+    if (affine_coefficient(idx.src(1), r) != 1) return false;
+    if (idx.src().size() > 2 && depends_on(idx.src(2), r)) return false;
+  }
   return true;
 }
 
@@ -77,8 +98,28 @@ bool vectorizable(const UOp& ast, const UOp& r) {
 
 UOp expand_ranges(const UOp& ast, bool vectorize) {
   UOp out = ast;
+  std::vector<UOp> unrolls;
   for (const UOp& r : kernel_ranges(ast))
-    if (r.arg_as<RangeArg>().type == AxisType::Unroll) out = expand_unroll(out, r);
+    if (r.arg_as<RangeArg>().type == AxisType::Unroll) unrolls.push_back(r);
+  // An unroll along which the loads are contiguous stays as the lanes of a vector accumulator
+  // (the lane axis). Deciding needs the index math simplified over the split ranges, with the other
+  // unrolls expanded first: their constants decide which index math folds.
+  UOp lane_axis;
+  for (size_t i = 0; vectorize && i < unrolls.size() && !lane_axis; ++i) {
+    if (!power_of_two_lanes(unrolls[i])) continue;
+    UOp trial = ast;
+    for (const UOp& r : unrolls)
+      if (!(r == unrolls[i])) trial = expand_unroll(trial, r);
+    trial = graph_rewrite(trial, pm_simplify_valid());
+    if (reduce_vectorizable(trial, unrolls[i])) lane_axis = unrolls[i], out = trial;
+  }
+  if (!lane_axis)
+    for (const UOp& r : unrolls) out = expand_unroll(out, r);
+  if (lane_axis) {  // the one vector axis: every upcast becomes copies
+    for (const UOp& r : kernel_ranges(out))
+      if (r.arg_as<RangeArg>().type == AxisType::Upcast) out = expand_upcast(out, r);
+    return out;
+  }
   std::vector<UOp> upcasts;
   for (const UOp& r : kernel_ranges(out))
     if (r.arg_as<RangeArg>().type == AxisType::Upcast) upcasts.push_back(r);

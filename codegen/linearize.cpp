@@ -62,10 +62,16 @@ class Linearizer {
     return false;
   }
 
+  // Vector lanes (an upcast or a reduce's lane axis left by the expander) are not loops.
+  static bool is_lanes(const UOp& r) {
+    const AxisType t = r.arg_as<RangeArg>().type;
+    return t == AxisType::Upcast || t == AxisType::Unroll;
+  }
+
   // Every range `n` depends on is open (vector lanes are always available).
   bool ready(const UOp& n) const {
     for (const UOp& r : open_.at(n))
-      if (r.arg_as<RangeArg>().type != AxisType::Upcast && !done(r)) return false;
+      if (!is_lanes(r) && !done(r)) return false;
     return true;
   }
 
@@ -99,7 +105,7 @@ class Linearizer {
       emit_loop(n);
     } else {
       for (const UOp& s : n.src())
-        if (s.op() == Op::RANGE && !done(s) && s.arg_as<RangeArg>().type != AxisType::Upcast)
+        if (s.op() == Op::RANGE && !done(s) && !is_lanes(s))
           internal_error("linearize: {} uses axis {} outside its loop", op_name(n.op()),
                          s.arg_as<RangeArg>().axis);
       out_.push_back(n);

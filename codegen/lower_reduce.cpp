@@ -35,9 +35,19 @@ struct ReduceGroup {
   std::vector<UOp> members;
 };
 
+// After expansion an Unroll range is a lane axis (expand.h).
+bool is_lane(const UOp& r) { return r.arg_as<RangeArg>().type == AxisType::Unroll; }
+
+// A REDUCE over lanes only: the sum of a vector's lanes, left for the renderer.
+bool is_horizontal(const UOp& u) {
+  return u.op() == Op::REDUCE && std::all_of(u.src().begin() + 1, u.src().end(), is_lane);
+}
+
+bool is_loop_reduce(const UOp& u) { return u.op() == Op::REDUCE && !is_horizontal(u); }
+
 bool contains_reduce(const UOp& u) {
   for (const UOp& x : u.src(0).toposort())
-    if (x.op() == Op::REDUCE) return true;
+    if (is_loop_reduce(x)) return true;
   return false;
 }
 
@@ -46,7 +56,7 @@ UOp lower_innermost(const UOp& ast, int64_t& next_acc) {
   RangeMap open = open_ranges(ast);
   std::vector<ReduceGroup> groups;
   for (const UOp& u : ast.toposort()) {
-    if (u.op() != Op::REDUCE || contains_reduce(u)) continue;
+    if (!is_loop_reduce(u) || contains_reduce(u)) continue;
     std::vector<UOp> ranges(u.src().begin() + 1, u.src().end());
     std::sort(ranges.begin(), ranges.end(), loop_order);
     const std::vector<UOp>& outer = open.at(u);
@@ -67,6 +77,8 @@ UOp lower_innermost(const UOp& ast, int64_t& next_acc) {
       uint16_t lanes = 1;
       for (const UOp& r : g.outer)
         if (r.arg_as<RangeArg>().type == AxisType::Upcast) lanes = uint16_t(r.src(0).const_int());
+      for (const UOp& r : g.ranges)
+        if (is_lane(r)) lanes = uint16_t(r.src(0).const_int());
       UOp acc = UOp::make(Op::DEFINE_REG, dt.vec(lanes).ptr(AddrSpace::Reg), {}, next_acc++);
       // The accumulator is reset inside the outer loops: AFTER ties it to them.
       std::vector<UOp> after_src{acc};
@@ -87,15 +99,22 @@ UOp lower_innermost(const UOp& ast, int64_t& next_acc) {
       accs.push_back(acc);
     }
     UOp body = updates.size() == 1 ? updates[0] : UOp::make(Op::GROUP, dtypes::void_, updates);
-    std::vector<UOp> end_src{body};
-    end_src.insert(end_src.end(), g.ranges.begin(), g.ranges.end());
+    std::vector<UOp> end_src{body}, lanes;
+    for (const UOp& r : g.ranges) (is_lane(r) ? lanes : end_src).push_back(r);
     UOp end = UOp::make(Op::END, dtypes::void_, end_src);
     for (size_t i = 0; i < accs.size(); ++i) {
+      const UOp& red = g.members[i];
       UOp acc_done = UOp::make(Op::AFTER, accs[i].dtype(), {accs[i], end});
       UOp zero = UOp::cnst_int(dtypes::index, 0);
-      repl.emplace_back(g.members[i],
-                        UOp::make(Op::LOAD, g.members[i].dtype(),
-                                  {UOp::make(Op::INDEX, accs[i].dtype(), {acc_done, zero})}));
+      UOp value = UOp::make(Op::LOAD, red.dtype(),
+                            {UOp::make(Op::INDEX, accs[i].dtype(), {acc_done, zero})});
+      // A vector accumulator over lanes: its lanes are summed once, after the loop.
+      if (!lanes.empty()) {
+        std::vector<UOp> h{value};
+        h.insert(h.end(), lanes.begin(), lanes.end());
+        value = UOp::make(Op::REDUCE, red.dtype(), h, red.arg());
+      }
+      repl.emplace_back(red, value);
     }
   }
   return ast.substitute(repl);
@@ -108,7 +127,7 @@ UOp lower_reduces(const UOp& ast) {
   int64_t next_acc = 0;
   for (;;) {
     bool any = false;
-    for (const UOp& u : out.toposort()) any |= u.op() == Op::REDUCE;
+    for (const UOp& u : out.toposort()) any |= is_loop_reduce(u);
     if (!any) break;
     out = lower_innermost(out, next_acc);
   }

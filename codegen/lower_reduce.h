@@ -4,6 +4,8 @@
 //   STORE(...)      -> END(STORE(...), its output ranges...)
 // Reduces over the same ranges with the same outer loops share one loop (one END over a GROUP of
 // accumulator updates): an upcast GEMM tile keeps all its accumulators in one reduce loop.
+// A reduce over a lane axis (an Unroll range left by the expander) accumulates a vector, and its
+// value is REDUCE(LOAD(acc), lane): the lanes summed once after the loop (the renderer emits it).
 #pragma once
 #include "uop/uop.h"
 

@@ -8,6 +8,7 @@
 
 #include "codegen/affine.h"
 #include "codegen/gemm_tiling.h"
+#include "codegen/lane_reduce.h"
 #include "codegen/pack.h"
 #include "uop/env.h"
 #include "uop/error.h"
@@ -147,6 +148,16 @@ std::vector<Opt> heuristic_opts(const UOp& ast, const CodegenTarget& target, int
     int64_t n = largest_divisor(outs.back().src(0).const_int(), {16, 8, 4});
     if (n > 1 && extent(reds.back()) >= 8)
       opts.push_back({OptType::Upcast, outs.back().arg_as<RangeArg>().axis, n});
+  }
+  if (opts.empty() && !reds.empty()) {
+    // Reduce over a contiguous axis (dot products): vector lanes along it.
+    if (auto lanes = lane_reduce_opts(ast, target)) {
+      opts = *lanes;
+      std::vector<UOp> split = kernel_ranges(apply_opts(ast, opts));
+      outs.clear();
+      for (const UOp& r : split)
+        if (r.arg_as<RangeArg>().type == AxisType::Loop) outs.push_back(r);
+    }
   }
 
   // Threads over one output loop when each core gets enough work: for a GEMM tile the loop

@@ -159,12 +159,13 @@ class Renderer {
   }
   std::string fresh() { return fmt::format("%v{}", next_++); }
 
-  // ---- vector lanes: values that depend on the vector axis (an unexpanded Upcast range) are
-  // <lanes x T>; scalars meeting them are broadcast.
+  // ---- vector lanes: values that depend on the vector axis (an unexpanded Upcast range, or the
+  // Unroll lane axis of a reduce) are <lanes x T>; scalars meeting them are broadcast.
   void find_vector_axis(const std::vector<UOp>& program) {
     for (const UOp& u : program)
       for (const UOp& s : u.src())
-        if (s.op() == Op::RANGE && s.arg_as<RangeArg>().type == AxisType::Upcast) {
+        if (s.op() == Op::RANGE && (s.arg_as<RangeArg>().type == AxisType::Upcast ||
+                                    s.arg_as<RangeArg>().type == AxisType::Unroll)) {
           lanes_ = s.src(0).const_int();
           std::string lits;
           for (int64_t i = 0; i < lanes_; ++i) lits += fmt::format("{}i64 {}", i ? ", " : "", i);
@@ -321,6 +322,8 @@ class Renderer {
         return store(u);
       case Op::CAST:
         return cast(u);
+      case Op::REDUCE:
+        return horizontal_reduce(u);
       case Op::BITCAST: {
         const bool v = vec_[u] = is_vec(u.src(0));
         names_[u] = fresh();
@@ -374,9 +377,9 @@ class Renderer {
     names_.erase(r);
   }
 
-  // How an INDEX is accessed: one element, `lanes_` contiguous elements, or a gather/scatter of
-  // `lanes_` pointers.
-  enum class Access { Scalar, Contiguous, Gather };
+  // How an INDEX is accessed: one element, `lanes_` contiguous elements (all or none of them, by a
+  // scalar gate), or a gather/scatter of `lanes_` pointers.
+  enum class Access { Scalar, Contiguous, MaskedContiguous, Gather };
 
   void index(const UOp& u) {
     UOp base = u.src(0);
@@ -408,11 +411,17 @@ class Renderer {
     UOp axis;
     for (const auto& [r, isv] : vec_)
       if (isv && r.op() == Op::RANGE) axis = r;
-    if (!gated && affine_coefficient(i, axis) == 1) {
-      // Lane 0's address; the access covers the next lanes_ elements.
+    if ((!gated || !is_vec(u.src(2))) && affine_coefficient(i, axis) == 1) {
+      // Lane 0's address; the access covers the next lanes_ elements. Under a false gate the
+      // address is the buffer's start (in bounds) and the masked access touches nothing.
       std::string first = fresh();
       emit("{} = extractelement <{} x {}> {}, i64 0", first, lanes_, it, name(i));
-      access_[u] = Access::Contiguous;
+      if (gated) {
+        std::string sel = fresh();
+        emit("{} = select i1 {}, {} {}, {} 0", sel, name(u.src(2)), it, first, it);
+        first = sel;
+      }
+      access_[u] = gated ? Access::MaskedContiguous : Access::Contiguous;
       emit("{} = getelementptr inbounds {}, {} {}, {} {}", names_[u], et, pt, name(base), it,
            first);
       return;
@@ -444,6 +453,13 @@ class Renderer {
                                    lanes_, mt));
       emit("{} = call {} @{}({} {}, i32 {}, <{} x i1> {}, {} zeroinitializer)", r, mt, fn,
            ptr_vec_type(), name(idx), align, lanes_, mask_of(idx), mt);
+    } else if (access_.at(idx) == Access::MaskedContiguous) {
+      const std::string fn =
+          fmt::format("llvm.masked.load.v{}{}.{}", lanes_, mem_suffix(t), ptr_overload(idx));
+      declares_.insert(fmt::format("declare {} @{}({}, i32, <{} x i1>, {})", mt, fn,
+                                   idx_ptr_type(idx), lanes_, mt));
+      emit("{} = call {} @{}({} {}, i32 {}, <{} x i1> {}, {} zeroinitializer)", r, mt, fn,
+           idx_ptr_type(idx), name(idx), align, lanes_, mask_of(idx), mt);
     } else {
       emit("{} = load {}, {} {}, align {}", r, mt, idx_ptr_type(idx), name(idx), align);
     }
@@ -478,6 +494,15 @@ class Renderer {
     if (access_.at(idx) == Access::Gather)
       internal_error("render_llvm: a store that is not contiguous along the vector axis");
     const size_t align = itemsize(t.base());
+    if (access_.at(idx) == Access::MaskedContiguous) {
+      const std::string fn =
+          fmt::format("llvm.masked.store.v{}{}.{}", lanes_, mem_suffix(t), ptr_overload(idx));
+      declares_.insert(fmt::format("declare void @{}({}, {}, i32, <{} x i1>)", fn, mt,
+                                   idx_ptr_type(idx), lanes_));
+      emit("call void @{}({} {}, {} {}, i32 {}, <{} x i1> {})", fn, mt, x, idx_ptr_type(idx),
+           name(idx), align, lanes_, mask_of(idx));
+      return;
+    }
     if (u.src().size() > 2 && !v) {  // gated store: only where the gate holds
       const int id = next_block_++;
       emit("br i1 {}, label %st{}, label %stdone{}", name(u.src(2)), id, id);
@@ -496,6 +521,13 @@ class Renderer {
     if (base.op() == Op::DEFINE_LOCAL && target_.is_gpu)
       return fmt::format("ptr addrspace({})", target_.local_address_space);
     return base.op() == Op::DEFINE_REG || base.op() == Op::DEFINE_LOCAL ? "ptr" : ptr_type();
+  }
+
+  // The intrinsic overload suffix of idx_ptr_type(idx): p0, p1, p3.
+  std::string ptr_overload(const UOp& idx) {
+    const std::string t = idx_ptr_type(idx);
+    const size_t at = t.find('(');
+    return at == std::string::npos ? "p0" : "p" + t.substr(at + 1, t.find(')') - at - 1);
   }
 
   void cast(const UOp& u) {
@@ -526,6 +558,39 @@ class Renderer {
       op = is_signed(from) ? "sext" : "zext";
     emit("{} = {} {} {} to {}", r, op, ft, x, tt);
   }
+
+  // REDUCE(x, lanes) left by lower_reduce: x's vector lanes combined into one value.
+  void horizontal_reduce(const UOp& u) {
+    const UOp& x = u.src(0);
+    const DType t = x.dtype().base();
+    vec_[u] = false;
+    if (!is_vec(x)) {  // nothing varies over the lanes
+      names_[u] = name(x);
+      return;
+    }
+    const Op op = u.arg_as<Op>();
+    const bool fl = is_float(t);
+    std::string fn;
+    if (op == Op::ADD) fn = fl ? "fadd" : "add";
+    if (op == Op::MUL) fn = fl ? "fmul" : "mul";
+    if (op == Op::MAX) fn = fl ? "fmax" : is_signed(t) ? "smax" : "umax";
+    if (fn.empty()) internal_error("render_llvm: no horizontal reduce for {}", op_name(op));
+    const std::string et = ltype(t), suffix = fmt::format("v{}{}", lanes_, mem_suffix(t));
+    const std::string full = fmt::format("llvm.vector.reduce.{}.{}", fn, suffix);
+    const std::string vty = vt(t, true);
+    std::string r = fresh();
+    if (fl && op != Op::MAX) {  // ordered by default: reassoc lets LLVM use a shuffle tree
+      declares_.insert(fmt::format("declare {} @{}({}, {})", et, full, et, vty));
+      emit("{} = call reassoc {} @{}({} {}, {} {})", r, et, full, et,
+           const_literal(reduce_start(op, t)), vty, name(x));
+    } else {
+      declares_.insert(fmt::format("declare {} @{}({})", et, full, vty));
+      emit("{} = call {}{} @{}({} {})", r, fl ? "nnan " : "", et, full, vty, name(x));
+    }
+    names_[u] = r;
+  }
+  // The start value of an ordered float reduction: -0.0 for ADD (x + -0.0 == x), 1 for MUL.
+  static UOp reduce_start(Op op, DType t) { return UOp::cnst(t, op == Op::ADD ? -0.0 : 1.0); }
 
   void alu(const UOp& u) {
     const Op op = u.op();

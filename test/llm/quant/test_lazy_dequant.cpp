@@ -4,10 +4,17 @@
 #include <cmath>
 #include <random>
 
+#include "codegen/codegen.h"
 #include "llm/quant/dequantize.h"
 #include "llm/quant/lazy_dequant.h"
 #include "llm/quant/quantize.h"
+#include "runtime/cpu_jit.h"
 #include "runtime/jit.h"
+#include "runtime/llvm_compile.h"
+#include "runtime/llvm_target.h"
+#include "runtime/realize.h"
+#include "runtime/thread_pool.h"
+#include "schedule/schedule.h"
 #include "uop/error.h"
 
 using namespace ugrad;
@@ -39,7 +46,114 @@ Tensor uint8_tensor(const std::vector<uint8_t>& bytes) {
                             dtypes::uint8);
 }
 
+// The one kernel of x.linear(w) for a lazily dequantized w, compiled with the heuristic's opts
+// (noopt 0) or none (noopt 1) and run on `cores` cores over the host data.
+struct LinearRun {
+  std::vector<float> y;
+  KernelSource ks;
+};
+LinearRun run_linear(GgmlType type, const std::vector<uint8_t>& bytes, const std::vector<float>& x,
+                     int64_t rows, int64_t out, int64_t in, int noopt, int64_t cores = 0) {
+  Tensor raw = uint8_tensor(bytes), xt = Tensor::from_vector(x, {rows, in});
+  raw.realize();
+  xt.realize();
+  Tensor y = xt.linear(dequantize_lazy(raw, type, {out, in}));
+  Schedule s = create_schedule({y.node()});
+  REQUIRE(s.items.size() == 1);
+  LinearRun r;
+  r.ks = codegen(s.items[0].ast, cpu_codegen_target(), {.noopt = noopt, .max_threads = 2});
+  static const LlvmTarget host = cpu_target();
+  auto program = CpuJit::instance().load(llvm_compile_object(host, r.ks.src, r.ks.name), r.ks.name);
+  r.y.assign(static_cast<size_t>(rows * out), 0.f);
+  // Slot 0 is y; the weight bytes and x are read from the host vectors, other inputs (constant
+  // tables of the format) from their buffers.
+  std::vector<void*> args{r.y.data()};
+  for (size_t slot = 1; slot < s.items[0].buffers.size(); ++slot) {
+    const UOp& b = s.items[0].buffers[slot];
+    args.push_back(b == realized_buffer(raw.node()) ? const_cast<uint8_t*>(bytes.data())
+                   : b == realized_buffer(xt.node())
+                       ? static_cast<void*>(const_cast<float*>(x.data()))
+                       : buffer_of(b)->handle());
+  }
+  ThreadPool::instance().run(program->function<ThreadPool::RawKernel>(r.ks.entry), args.data(),
+                             cores > 0 ? cores : r.ks.cpu_threads);
+  return r;
+}
+
+// Optimized equals NOOPT up to summation order (relative to the largest output); non-finite
+// outputs (random scale bytes) must agree in kind.
+void check_same_as_noopt(const std::vector<float>& got, const std::vector<float>& want) {
+  REQUIRE(got.size() == want.size());
+  double scale = 0;
+  for (float v : want)
+    if (std::isfinite(v)) scale = std::max(scale, double(std::fabs(v)));
+  int64_t mismatches = 0;
+  for (size_t i = 0; i < want.size(); ++i)
+    mismatches +=
+        std::isfinite(want[i]) ? std::fabs(got[i] - want[i]) > 1e-5 * scale : std::isfinite(got[i]);
+  CHECK(mismatches == 0);
+}
+
 }  // namespace
+
+TEST_CASE("quantized linears: the optimized kernel equals NOOPT for every lazy format") {
+  for (const QuantFormat& f : all_formats()) {
+    if (!can_dequantize_lazy(f.type)) continue;
+    CAPTURE(f.name);
+    const int64_t out = 8, in = 512;
+    std::vector<uint8_t> bytes =
+        random_blocks(f.type, out * in, 11 + static_cast<uint32_t>(f.type));
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal(0, 1);
+    for (int64_t rows : {1, 4}) {
+      CAPTURE(rows);
+      std::vector<float> x(static_cast<size_t>(rows * in));
+      for (float& v : x) v = normal(rng);
+      LinearRun ref = run_linear(f.type, bytes, x, rows, out, in, 1);
+      LinearRun opt = run_linear(f.type, bytes, x, rows, out, in, 0);
+      CAPTURE(opt.ks.opts_desc);
+      check_same_as_noopt(opt.y, ref.y);
+    }
+  }
+}
+
+TEST_CASE("quantized linears: Qwen3 shapes get vector lanes per block and equal NOOPT") {
+  // Decode (1 row) and a prefill chunk (32 rows) against (out, in) weights with Qwen3-0.6B's in
+  // dims; out is small here (the opts depend on it only through divisibility).
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_K})
+    for (int64_t in : {1024, 3072})
+      for (int64_t rows : {1, 32}) {
+        const int64_t out = 16;
+        CAPTURE(format_of(type).name);
+        CAPTURE(in);
+        CAPTURE(rows);
+        std::vector<uint8_t> bytes = random_blocks(type, out * in, 17);
+        std::mt19937 rng(6);
+        std::normal_distribution<float> normal(0, 1);
+        std::vector<float> x(static_cast<size_t>(rows * in));
+        for (float& v : x) v = normal(rng);
+        LinearRun ref = run_linear(type, bytes, x, rows, out, in, 1);
+        std::vector<float> wf(static_cast<size_t>(out * in));
+        dequantize(type, bytes, wf);
+        for (int64_t r = 0; r < rows; r += 31)
+          for (int64_t o = 0; o < out; ++o) {
+            double sum = 0;
+            for (int64_t i = 0; i < in; ++i) sum += double(x[r * in + i]) * wf[o * in + i];
+            CHECK(ref.y[r * out + o] == doctest::Approx(sum).epsilon(1e-4));
+          }
+        for (int64_t cores : {1, 2, 3}) {
+          LinearRun opt = run_linear(type, bytes, x, rows, out, in, 0, cores);
+          CAPTURE(opt.ks.opts_desc);
+          // One block (32 elements) of lanes; rows share each dequantized vector.
+          CHECK(opt.ks.opts_desc.find("UNROLL(") != std::string::npos);
+          CHECK(opt.ks.src.find("llvm.vector.reduce.fadd.v32f32") != std::string::npos);
+          CHECK(opt.ks.src.find("masked.gather") == std::string::npos);
+          CHECK(opt.ks.src.find("masked.load") == std::string::npos);
+          if (rows == 32) CHECK(opt.ks.opts_desc.find("UPCAST(0,") != std::string::npos);
+          check_same_as_noopt(opt.y, ref.y);
+        }
+      }
+}
 
 TEST_CASE("lazy dequantization matches the reference dequantizer for every supported format") {
   for (const QuantFormat& f : all_formats()) {

@@ -1,0 +1,183 @@
+// Quantized linears on the generic path (a lazy dequantize expression fused into the matmul
+// kernel), Qwen3-0.6B shapes, Q8_0 and Q4_K. For each weight (out, in):
+//   x (1, in):  matvec GB/s of weight bytes against the read bandwidth measured in this run
+//               (the decode roofline);
+//   x (32, in): matmul GFLOP/s against OpenBLAS sgemm of the same shape (fp32 weights) in this run
+//               (a prefill chunk).
+// Results are checked against OpenBLAS on the reference-dequantized weights.
+//   bench_qmatvec [Q8_0|Q4_K|all] [OUTxIN ...]
+#include <cblas.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "llm/quant/dequantize.h"
+#include "llm/quant/lazy_dequant.h"
+#include "llm/quant/quantize.h"
+#include "runtime/thread_pool.h"
+#include "tensor/jit.h"
+#include "tensor/tensor.h"
+
+using namespace ugrad;
+using namespace ugrad::llm;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+constexpr int64_t kPrefillRows = 32;  // generate() prefills in chunks of 32 tokens
+
+double seconds(clock_type::time_point t0) {
+  return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+// Best time of `f` over rounds of at least `min_seconds` each (per call).
+template <typename F>
+double best_seconds(F&& f, double min_seconds = 0.05) {
+  double best = 1e30;
+  for (int round = 0; round < 3; ++round) {
+    int calls = 0;
+    auto t0 = clock_type::now();
+    do {
+      f();
+      ++calls;
+    } while (seconds(t0) < min_seconds);
+    best = std::min(best, seconds(t0) / calls);
+  }
+  return best;
+}
+
+// Read bandwidth with every pool thread summing its share of a buffer larger than the caches.
+double read_bandwidth() {
+  std::vector<uint64_t> v(size_t{512} << 20 >> 3, 1);
+  std::atomic<uint64_t> sink{0};
+  double t = best_seconds(
+      [&] {
+        ThreadPool::instance().parallel_for(int64_t(v.size()), [&](int64_t b, int64_t e) {
+          uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+          for (int64_t i = b; i + 3 < e; i += 4)
+            s0 += v[i], s1 += v[i + 1], s2 += v[i + 2], s3 += v[i + 3];
+          sink += s0 + s1 + s2 + s3;
+        });
+      },
+      0.2);
+  return double(v.size() * 8) / t * 1e-9;
+}
+
+struct Weight {
+  std::vector<uint8_t> bytes;  // the ggml blocks
+  std::vector<float> deq;      // reference dequantized, (out, in) row-major
+  Tensor lazy;                 // dequantize_lazy over the bytes, (out, in)
+};
+
+Weight make_weight(GgmlType type, int64_t out, int64_t in, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, 0.05f);
+  std::vector<float> w(size_t(out * in));
+  for (float& f : w) f = normal(rng);
+  Weight r;
+  r.bytes.resize(row_bytes(type, out * in));
+  quantize(type, w, r.bytes);
+  r.deq.resize(w.size());
+  dequantize(type, r.bytes, r.deq);
+  Tensor raw = Tensor::from_bytes(std::as_bytes(std::span(r.bytes)),
+                                  {static_cast<int64_t>(r.bytes.size())}, dtypes::uint8, "CPU");
+  r.lazy = dequantize_lazy(raw, type, {out, in});
+  return r;
+}
+
+struct Run {
+  double seconds;
+  double max_err;  // max |y - y_blas| / max |y_blas|
+};
+
+// Times y = x.linear(w) replayed by the JIT and checks it against OpenBLAS on `deq`.
+Run time_linear(const Weight& w, int64_t rows, int64_t out, int64_t in, std::mt19937& rng,
+                double& blas_seconds) {
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  std::vector<float> xs(size_t(rows * in));
+  for (float& f : xs) f = uni(rng);
+  Tensor x = Tensor::from_vector(xs, {rows, in}, dtypes::float32, "CPU");
+  x.realize();
+  const Tensor wl = w.lazy;
+  TensorJit jit([wl](const std::vector<Tensor>& in, const VarVals&) {
+    return std::vector<Tensor>{in[0].linear(wl)};
+  });
+  Tensor y;
+  for (int i = 0; i < 3; ++i) y = jit({x})[0];  // eager, capture, first replay
+  std::vector<float> got = y.to_vector<float>(), ref(size_t(rows * out));
+  auto blas = [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rows), int(out), int(in), 1.f,
+                xs.data(), int(in), w.deq.data(), int(in), 0.f, ref.data(), int(out));
+  };
+  blas();
+  double err = 0, scale = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    err = std::max(err, double(std::fabs(got[i] - ref[i])));
+    scale = std::max(scale, double(std::fabs(ref[i])));
+  }
+  // Rounds interleave ugrad and OpenBLAS so load from other processes hits both alike.
+  double t = 1e30;
+  blas_seconds = 1e30;
+  for (int round = 0; round < 3; ++round) {
+    t = std::min(t, best_seconds([&] { jit({x}); }));
+    blas_seconds = std::min(blas_seconds, best_seconds(blas));
+  }
+  return {t, err / std::max(scale, 1e-30)};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // OpenBLAS picks its kernels from CPUID; on a virtual CPU it may fall back to its slowest core
+  // type. Rerun with the matching one so the baseline is fair.
+  if (!std::getenv("OPENBLAS_CORETYPE") && std::string(openblas_get_corename()) == "Prescott" &&
+      __builtin_cpu_supports("avx2")) {
+    setenv("OPENBLAS_CORETYPE", __builtin_cpu_supports("avx512f") ? "SkylakeX" : "Haswell", 1);
+    execv("/proc/self/exe", argv);
+  }
+  std::vector<GgmlType> types{GgmlType::Q8_0, GgmlType::Q4_K};
+  if (argc > 1 && std::string(argv[1]) != "all")
+    types = {std::string(argv[1]) == "Q4_K" ? GgmlType::Q4_K : GgmlType::Q8_0};
+  std::vector<std::pair<int64_t, int64_t>> shapes{
+      {1024, 1024}, {3072, 1024}, {1024, 3072}, {151936, 1024}};
+  if (argc > 2) {
+    shapes.clear();
+    for (int i = 2; i < argc; ++i) {
+      std::string s = argv[i];
+      size_t x = s.find('x');
+      shapes.emplace_back(std::stoll(s.substr(0, x)), std::stoll(s.substr(x + 1)));
+    }
+  }
+  const int64_t cores = ThreadPool::instance().num_threads();
+  openblas_set_num_threads(int(cores));
+  const double bw = read_bandwidth();
+  fmt::print("quantized linear, {} threads, read bandwidth {:.2f} GB/s, OpenBLAS core {}\n", cores,
+             bw, openblas_get_corename());
+  fmt::print("{:<5} {:>13} | {:>9} {:>9} {:>8} | {:>10} {:>10} {:>8} | {:>8}\n", "type", "out x in",
+             "mv GB/s", "mv ms", "roofline", "mm GFLOP/s", "BLAS", "vs BLAS", "max err");
+  std::mt19937 rng(1234);
+  for (GgmlType type : types)
+    for (auto [out, in] : shapes) {
+      Weight w = make_weight(type, out, in, rng);
+      double blas1 = 0, blas32 = 0;
+      Run mv = time_linear(w, 1, out, in, rng, blas1);
+      Run mm = time_linear(w, kPrefillRows, out, in, rng, blas32);
+      const double gbs = double(w.bytes.size()) / mv.seconds * 1e-9;
+      const double flops = 2.0 * double(kPrefillRows * out * in);
+      const double gf = flops / mm.seconds * 1e-9, gf_blas = flops / blas32 * 1e-9;
+      fmt::print(
+          "{:<5} {:>13} | {:>9.2f} {:>9.3f} {:>7.1f}% | {:>10.2f} {:>10.2f} {:>7.1f}% | "
+          "{:>8.1e}\n",
+          format_of(type).name, fmt::format("{}x{}", out, in), gbs, mv.seconds * 1e3,
+          100 * gbs / bw, gf, gf_blas, 100 * gf / gf_blas, std::max(mv.max_err, mm.max_err));
+    }
+  return 0;
+}

@@ -1,0 +1,143 @@
+// Vector lanes along a reduce axis (lane_reduce.h, the expander's lane axis, horizontal reduces):
+// differential tests against NOOPT and host loops.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "codegen/lane_reduce.h"
+#include "kernel_harness.h"
+
+using namespace ugrad;
+using namespace ugrad::test;
+
+namespace {
+
+bool has(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
+
+bool has_unroll(const std::vector<Opt>& opts, int64_t axis, int64_t amount) {
+  return std::find(opts.begin(), opts.end(), Opt{OptType::Unroll, axis, amount}) != opts.end();
+}
+
+// y[m, n] = sum_k x[m, k] * w[n, k]: a linear layer against a row-major (out, in) weight.
+UOp linear_ast(int64_t M, int64_t N, int64_t K) {
+  UOp y = buf(0, dtypes::float32, M * N), x = buf(1, dtypes::float32, M * K),
+      w = buf(2, dtypes::float32, N * K);
+  UOp m = UOp::range(M, 0), n = UOp::range(N, 1), k = UOp::range(K, 2, AxisType::Reduce);
+  return sink({store(y, m * N + n, reduce(load(x, m * K + k) * load(w, n * K + k), Op::ADD, {k}))});
+}
+
+void check_close(const std::vector<float>& got, const std::vector<float>& want, double rel) {
+  double scale = 0;
+  for (float v : want) scale = std::max(scale, double(std::fabs(v)));
+  for (size_t i = 0; i < want.size(); ++i) {
+    CAPTURE(i);
+    CHECK(std::fabs(got[i] - want[i]) <= rel * scale);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("lane reduce: linear layers get lanes along k and copies of rows; equal to NOOPT") {
+  for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{1, 64, 1024},
+                         {32, 48, 256},
+                         {32, 16, 96},
+                         {3, 40, 64}}) {
+    CAPTURE(M);
+    CAPTURE(K);
+    UOp ast = linear_ast(M, N, K);
+    std::vector<float> x = randf(M * K, 41), w = randf(N * K, 42), ref(M * N);
+    compile(ast, {.noopt = 1}).run({ref.data(), x.data(), w.data()}, {}, 1);
+    Kernel k = compile(ast, {.max_threads = 2});
+    CAPTURE(k.ks.opts_desc);
+    CHECK(has_unroll(k.ks.opts, 2, 32));
+    CHECK(has(k.ks.src, "llvm.vector.reduce.fadd"));
+    CHECK_FALSE(has(k.ks.src, "masked.gather"));
+    if (M == 32) CHECK(has(k.ks.opts_desc, "UPCAST(0,"));  // rows share each weight vector
+    for (int64_t cores : {1, 2, 3}) {
+      std::vector<float> y(M * N);
+      k.run({y.data(), x.data(), w.data()}, {}, cores);
+      check_close(y, ref, 1e-5);
+    }
+  }
+}
+
+TEST_CASE("lane reduce: integer sums are bit-exact; MAX and MUL reduce across lanes") {
+  const int64_t R = 12, C = 256;
+  UOp i = UOp::range(R, 0), j = UOp::range(C, 1, AxisType::Reduce);
+  {
+    UOp out = buf(0, dtypes::int32, R), a = buf(1, dtypes::int32, R * C);
+    UOp ast = sink({store(out, i, reduce(load(a, i * C + j) * load(a, j), Op::ADD, {j}))});
+    std::vector<int32_t> va(R * C), got(R), want(R, 0);
+    for (int64_t x = 0; x < R * C; ++x) va[x] = int32_t((x * 7919) % 1000 - 500);
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t c = 0; c < C; ++c) want[r] += va[r * C + c] * va[c];
+    Kernel k = compile(ast);
+    CAPTURE(k.ks.opts_desc);
+    CHECK(has(k.ks.src, "llvm.vector.reduce.add"));
+    k.run({got.data(), va.data()});
+    CHECK(got == want);
+  }
+  for (Op op : {Op::MAX, Op::MUL}) {
+    CAPTURE(op_name(op));
+    UOp out = buf(0, dtypes::float32, R), a = buf(1, dtypes::float32, R * C);
+    UOp ast = sink({store(out, i, reduce(load(a, i * C + j), op, {j}))});
+    // Factors near 1 keep the product finite.
+    std::vector<float> va =
+        randf(R * C, 43, op == Op::MUL ? 0.9f : -5.f, op == Op::MUL ? 1.1f : 5.f);
+    std::vector<float> ref(R), got(R);
+    compile(ast, {.noopt = 1}).run({ref.data(), va.data()});
+    Kernel k = compile(ast);
+    CAPTURE(k.ks.opts_desc);
+    CHECK(has_unroll(k.ks.opts, 1, 32));
+    CHECK(has(k.ks.src, op == Op::MAX ? "llvm.vector.reduce.fmax" : "llvm.vector.reduce.fmul"));
+    k.run({got.data(), va.data()});
+    if (op == Op::MAX)
+      CHECK(got == ref);
+    else
+      check_close(got, ref, 1e-5);
+  }
+}
+
+TEST_CASE("lane reduce: a load gated once per lane group is one masked vector load") {
+  // out[i] = sum_k ((k / 32) % 2 == 0 ? a[i*K + k] : 0) + b[k]: the gate changes per 32 elements
+  const int64_t R = 4, K = 256;
+  UOp out = buf(0, dtypes::float32, R), a = buf(1, dtypes::float32, R * K),
+      b = buf(2, dtypes::float32, K);
+  UOp i = UOp::range(R, 0), k = UOp::range(K, 1, AxisType::Reduce);
+  UOp even = (k.idiv(32) % 2).lt(idx(1));
+  UOp ast =
+      sink({store(out, i, reduce(load_gated(a, i * K + k, even) + load(b, k), Op::ADD, {k}))});
+  std::vector<float> va = randf(R * K, 44), vb = randf(K, 45), want(R, 0), got(R);
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t c = 0; c < K; ++c) want[r] += ((c / 32) % 2 == 0 ? va[r * K + c] : 0) + vb[c];
+  Kernel k32 = compile(ast, {.opts = std::vector<Opt>{{OptType::Unroll, 1, 32}}});
+  CHECK(has(k32.ks.src, "llvm.masked.load"));
+  CHECK_FALSE(has(k32.ks.src, "masked.gather"));
+  k32.run({got.data(), va.data(), vb.data()});
+  check_close(got, want, 1e-5);
+  // The heuristic unrolls two groups per iteration instead: the gate folds to constants.
+  Kernel h = compile(ast);
+  CAPTURE(h.ks.opts_desc);
+  CHECK(has_unroll(h.ks.opts, 1, 2));
+  CHECK_FALSE(has(h.ks.src, "llvm.masked.load"));
+  h.run({got.data(), va.data(), vb.data()});
+  check_close(got, want, 1e-5);
+}
+
+TEST_CASE("lane reduce: an unroll along strided loads stays copies; column sums are not lanes") {
+  // out[j] = sum_i a[i*C + j]: the reduce axis strides through a
+  const int64_t R = 64, C = 48;
+  UOp out = buf(0, dtypes::float32, C), a = buf(1, dtypes::float32, R * C);
+  UOp j = UOp::range(C, 0), i = UOp::range(R, 1, AxisType::Reduce);
+  UOp ast = sink({store(out, j, reduce(load(a, i * C + j), Op::ADD, {i}))});
+  CHECK_FALSE(lane_reduce_opts(ast, cpu_codegen_target()));
+  std::vector<float> va = randf(R * C, 46), ref(C), got(C);
+  compile(ast, {.noopt = 1}).run({ref.data(), va.data()});
+  Kernel k = compile(ast, {.opts = std::vector<Opt>{{OptType::Unroll, 1, 8}}});
+  CHECK_FALSE(has(k.ks.src, "llvm.vector.reduce"));
+  k.run({got.data(), va.data()});
+  check_close(got, ref, 1e-5);
+}
