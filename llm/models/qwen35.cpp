@@ -29,10 +29,6 @@ Tensor ffn(const Tensor& h, const Tensor& gate, const Tensor& up, const Tensor& 
   return (g.silu() * u).contiguous().linear(down);
 }
 
-}  // namespace
-
-namespace {
-
 // One row (decode), in place: [M' k | M' q] with M' = decay M from the old state, then
 // M <- M' + beta (v - M' k) (x) k, out = M' q + beta (v - M' k) (k . q).
 Tensor delta_rule_row(const Tensor& state, const Tensor& q, const Tensor& k, const Tensor& v,
