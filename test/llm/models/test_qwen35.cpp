@@ -245,6 +245,15 @@ TEST_CASE("chunked prefill in chunks of 32 and of odd lengths equals token-by-to
   CHECK(rel_err(a[1], want) < 5e-3);
 }
 
+TEST_CASE("a last chunk whose padding runs past the end of the context") {
+  GgufFile file = demo(GgmlType::F32, 8);
+  std::vector<int32_t> prompt = long_prompt(38);
+  Qwen35Model chunks(file, 38, "CPU"), by_token(file, 38, "CPU");
+  std::vector<float> a = run_chunks(chunks, prompt, {32}).back();
+  std::vector<float> b = run_chunks(by_token, prompt, {1}).back();
+  CHECK(rel_err(a, b) < 1e-4);
+}
+
 TEST_CASE("a chunk of L rows padded to 32 leaves the states of L tokens fed one by one") {
   GgufFile file = demo(GgmlType::F32, 6);
   std::vector<int32_t> prompt = long_prompt(13);
