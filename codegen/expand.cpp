@@ -94,6 +94,18 @@ bool reduce_vectorizable(const UOp& ast, const UOp& r) {
   return true;
 }
 
+// Some REDUCE over `r` also reduces over one of `lanes`.
+bool shares_reduce(const UOp& ast, const UOp& r, const std::vector<UOp>& lanes) {
+  for (const UOp& u : ast.toposort()) {
+    if (u.op() != Op::REDUCE) continue;
+    auto has = [&](const UOp& x) {
+      return std::find(u.src().begin() + 1, u.src().end(), x) != u.src().end();
+    };
+    if (has(r) && std::any_of(lanes.begin(), lanes.end(), has)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 UOp expand_ranges(const UOp& ast, bool vectorize) {
@@ -102,20 +114,27 @@ UOp expand_ranges(const UOp& ast, bool vectorize) {
   for (const UOp& r : kernel_ranges(ast))
     if (r.arg_as<RangeArg>().type == AxisType::Unroll) unrolls.push_back(r);
   // An unroll along which the loads are contiguous stays as the lanes of a vector accumulator
-  // (the lane axis). Deciding needs the index math simplified over the split ranges, with the other
-  // unrolls expanded first: their constants decide which index math folds.
-  UOp lane_axis;
-  for (size_t i = 0; vectorize && i < unrolls.size() && !lane_axis; ++i) {
-    if (!power_of_two_lanes(unrolls[i])) continue;
+  // (a lane axis; at most one per reduce, all of one width). Deciding needs the index math
+  // simplified over the split ranges, with the other unrolls expanded first: their constants
+  // decide which index math folds.
+  std::vector<UOp> lanes;
+  for (size_t i = 0; vectorize && i < unrolls.size(); ++i) {
+    const UOp& r = unrolls[i];
+    if (!power_of_two_lanes(r) ||
+        (!lanes.empty() && r.src(0).const_int() != lanes[0].src(0).const_int()))
+      continue;
     UOp trial = ast;
-    for (const UOp& r : unrolls)
-      if (!(r == unrolls[i])) trial = expand_unroll(trial, r);
+    for (const UOp& x : unrolls)
+      if (!(x == r) && std::find(lanes.begin(), lanes.end(), x) == lanes.end())
+        trial = expand_unroll(trial, x);
     trial = graph_rewrite(trial, pm_simplify_valid());
-    if (reduce_vectorizable(trial, unrolls[i])) lane_axis = unrolls[i], out = trial;
+    if (!reduce_vectorizable(trial, r) || shares_reduce(trial, r, lanes)) continue;
+    lanes.push_back(r);
+    out = trial;
   }
-  if (!lane_axis)
+  if (lanes.empty())
     for (const UOp& r : unrolls) out = expand_unroll(out, r);
-  if (lane_axis) {  // the one vector axis: every upcast becomes copies
+  if (!lanes.empty()) {  // lanes are the vector axis: every upcast becomes copies
     for (const UOp& r : kernel_ranges(out))
       if (r.arg_as<RangeArg>().type == AxisType::Upcast) out = expand_upcast(out, r);
     return out;

@@ -45,7 +45,7 @@ struct Work {
   std::vector<std::vector<bool>> uses;  // per node: which of `axes` it depends on
 };
 
-Work reduce_work(const UOp& ast, const std::vector<UOp>& reduces, const UOp& k) {
+Work reduce_work(const UOp& ast, const std::vector<UOp>& reduces) {
   Work w;
   const RangeMap open = open_ranges(ast);
   for (const UOp& s : ast.src())
@@ -56,6 +56,7 @@ Work reduce_work(const UOp& ast, const std::vector<UOp>& reduces, const UOp& k) 
   std::map<const UOpNode*, bool> seen;
   for (const UOp& red : reduces)
     for (const UOp& u : red.src(0).toposort()) {
+      const UOp& k = red.src(1);
       if (seen[u.node()] || u.dtype() == dtypes::index) continue;
       seen[u.node()] = true;
       if (u.op() != Op::LOAD && !is_alu(u.op())) continue;
@@ -112,42 +113,55 @@ std::vector<Opt> upcasts(const Work& w, int64_t max_accumulators) {
 
 std::optional<std::vector<Opt>> lane_reduce_opts(const UOp& ast, const CodegenTarget& target) {
   if (target.is_gpu) return std::nullopt;
-  std::vector<UOp> reduces;
-  for (const UOp& u : ast.toposort())
-    if (u.op() == Op::REDUCE) reduces.push_back(u);
-  if (reduces.empty()) return std::nullopt;
-  const UOp k = reduces[0].src().size() == 2 ? reduces[0].src(1) : UOp();
-  if (!k || !k.src(0).is_const()) return std::nullopt;
-  for (const UOp& red : reduces) {
-    if (red.src().size() != 2 || !(red.src(1) == k)) return std::nullopt;
-    for (const UOp& x : red.src(0).toposort())
+  std::vector<UOp> reduces, ranges;  // every REDUCE, and their ranges (one each)
+  for (const UOp& u : ast.toposort()) {
+    if (u.op() != Op::REDUCE) continue;
+    if (u.src().size() != 2 || !u.src(1).src(0).is_const()) return std::nullopt;
+    for (const UOp& x : u.src(0).toposort())
       if (x.op() == Op::REDUCE) return std::nullopt;  // nested
+    reduces.push_back(u);
+    if (std::find(ranges.begin(), ranges.end(), u.src(1)) == ranges.end())
+      ranges.push_back(u.src(1));
   }
-  const int64_t extent = k.src(0).const_int(), k_axis = k.arg_as<RangeArg>().axis;
+  if (reduces.empty()) return std::nullopt;
+  int64_t sharing = 0;  // most reduces in one loop (their accumulators are live together)
+  for (const UOp& k : ranges)
+    sharing = std::max<int64_t>(
+        sharing,
+        std::count_if(reduces.begin(), reduces.end(), [&](const UOp& r) { return r.src(1) == k; }));
   const int64_t elem = int64_t(itemsize(reduces[0].dtype().base()));
   for (int64_t lanes : kLaneCandidates) {
     const int64_t registers = (lanes * elem + target.simd_bytes - 1) / target.simd_bytes;
-    if (registers > kMaxRegistersPerLaneVector || extent % lanes != 0 || extent < 2 * lanes)
-      continue;
-    std::optional<std::vector<Opt>> chosen;
-    for (int64_t groups : kGroupCandidates) {
-      if ((extent / lanes) % groups != 0) continue;
-      std::vector<Opt> opts{{OptType::Unroll, k_axis, lanes}};
-      if (groups > 1) opts.push_back({OptType::Unroll, k_axis, groups});
-      const UOp expanded = expand_ranges(apply_opts(ast, opts), true);
-      if (!has_lane_axis(expanded)) continue;
-      if (!chosen) chosen = opts;
-      if (!gated_per_iteration(expanded, k_axis)) {
-        chosen = opts;
+    if (registers > kMaxRegistersPerLaneVector) continue;
+    // Per reduce range: lanes, then the fewest lane groups that keep them (ungated if possible).
+    std::vector<Opt> opts;
+    bool all = true;
+    for (const UOp& k : ranges) {
+      const int64_t extent = k.src(0).const_int(), axis = k.arg_as<RangeArg>().axis;
+      std::optional<std::vector<Opt>> chosen;
+      for (int64_t groups : kGroupCandidates) {
+        if (extent % lanes != 0 || extent < 2 * lanes || (extent / lanes) % groups != 0) continue;
+        std::vector<Opt> trial{{OptType::Unroll, axis, lanes}};
+        if (groups > 1) trial.push_back({OptType::Unroll, axis, groups});
+        const UOp expanded = expand_ranges(apply_opts(ast, trial), true);
+        if (!has_lane_axis(expanded)) continue;
+        if (!chosen) chosen = trial;
+        if (!gated_per_iteration(expanded, axis)) {
+          chosen = trial;
+          break;
+        }
+      }
+      if (!chosen) {
+        all = false;
         break;
       }
+      opts.insert(opts.end(), chosen->begin(), chosen->end());
     }
-    if (!chosen) continue;
+    if (!all) continue;
     const int64_t max_accumulators =
-        std::max<int64_t>(1, vector_registers(target) / 2 / registers / int64_t(reduces.size()));
-    for (const Opt& o : upcasts(reduce_work(ast, reduces, k), max_accumulators))
-      chosen->push_back(o);
-    return chosen;
+        std::max<int64_t>(1, vector_registers(target) / 2 / registers / sharing);
+    for (const Opt& o : upcasts(reduce_work(ast, reduces), max_accumulators)) opts.push_back(o);
+    return opts;
   }
   return std::nullopt;
 }

@@ -20,7 +20,8 @@
 namespace ugrad {
 
 /// The opts above, or nullopt when `ast` is not a dot-product kernel (every REDUCE over one
-/// common constant range, none inside another) or its loads do not allow vector lanes.
+/// constant range, none inside another; reduces may share a range) or its loads do not allow
+/// vector lanes of one width for all of them.
 std::optional<std::vector<Opt>> lane_reduce_opts(const UOp& ast, const CodegenTarget& target);
 
 }  // namespace ugrad

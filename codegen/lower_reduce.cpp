@@ -51,6 +51,22 @@ bool contains_reduce(const UOp& u) {
   return false;
 }
 
+// The operands of the op-tree of `op` at `x`: x = t0 op t1 op ... (the unrolled copies of a value).
+std::vector<UOp> terms(const UOp& x, Op op) {
+  std::vector<UOp> out, stack{x};
+  while (!stack.empty()) {
+    UOp u = stack.back();
+    stack.pop_back();
+    if (u.op() == op && u.src().size() == 2) {
+      stack.push_back(u.src(1));
+      stack.push_back(u.src(0));
+    } else {
+      out.push_back(u);
+    }
+  }
+  return out;
+}
+
 // Lowers the innermost REDUCEs (those with no REDUCE inside): one pass of the fixed point.
 UOp lower_innermost(const UOp& ast, int64_t& next_acc) {
   RangeMap open = open_ranges(ast);
@@ -93,7 +109,12 @@ UOp lower_innermost(const UOp& ast, int64_t& next_acc) {
       in_loop.insert(in_loop.end(), g.ranges.begin(), g.ranges.end());
       UOp acc_init = UOp::make(Op::AFTER, acc.dtype(), in_loop);
       UOp cur = UOp::make(Op::LOAD, dt, {UOp::make(Op::INDEX, acc.dtype(), {acc_init, zero})});
-      UOp next = cur.alu(red.arg_as<Op>(), red.src(0));
+      // A vector accumulator takes the unrolled terms one by one (multiply-adds into it); a
+      // scalar one their pairwise sum (shorter chains).
+      UOp next = cur;
+      for (const UOp& term :
+           lanes > 1 ? terms(red.src(0), red.arg_as<Op>()) : std::vector{red.src(0)})
+        next = next.alu(red.arg_as<Op>(), term);
       updates.push_back(UOp::make(Op::STORE, dtypes::void_,
                                   {UOp::make(Op::INDEX, acc.dtype(), {acc_init, zero}), next}));
       accs.push_back(acc);

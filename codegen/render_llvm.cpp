@@ -408,9 +408,10 @@ class Renderer {
       emit("{} = getelementptr inbounds {}, {} {}, {} {}", names_[u], et, pt, name(base), it, idx);
       return;
     }
+    // The vector axis the index moves along (lane axes of different reduces share the width).
     UOp axis;
-    for (const auto& [r, isv] : vec_)
-      if (isv && r.op() == Op::RANGE) axis = r;
+    for (const UOp& r : i.toposort())
+      if (r.op() == Op::RANGE && is_vec(r)) axis = r;
     if ((!gated || !is_vec(u.src(2))) && affine_coefficient(i, axis) == 1) {
       // Lane 0's address; the access covers the next lanes_ elements. Under a false gate the
       // address is the buffer's start (in bounds) and the masked access touches nothing.

@@ -141,3 +141,33 @@ TEST_CASE("lane reduce: an unroll along strided loads stays copies; column sums 
   k.run({got.data(), va.data()});
   check_close(got, ref, 1e-5);
 }
+
+TEST_CASE("lane reduce: two reduces over their own ranges (a gated FFN's gate and up) get lanes") {
+  // y[m, n] = (sum_k x[m, k] * g[n, k]) * (sum_j x[m, j] * u[n, j])
+  const int64_t M = 8, N = 24, K = 128;
+  UOp y = buf(0, dtypes::float32, M * N), x = buf(1, dtypes::float32, M * K),
+      g = buf(2, dtypes::float32, N * K), u = buf(3, dtypes::float32, N * K);
+  UOp m = UOp::range(M, 0), n = UOp::range(N, 1), k = UOp::range(K, 2, AxisType::Reduce),
+      j = UOp::range(K, 3, AxisType::Reduce);
+  UOp gate = reduce(load(x, m * K + k) * load(g, n * K + k), Op::ADD, {k});
+  UOp up = reduce(load(x, m * K + j) * load(u, n * K + j), Op::ADD, {j});
+  UOp ast = sink({store(y, m * N + n, gate * up)});
+  std::vector<float> vx = randf(M * K, 47), vg = randf(N * K, 48), vu = randf(N * K, 49);
+  std::vector<float> ref(M * N), got(M * N);
+  compile(ast, {.noopt = 1}).run({ref.data(), vx.data(), vg.data(), vu.data()}, {}, 1);
+  Kernel h = compile(ast, {.max_threads = 2});
+  CAPTURE(h.ks.opts_desc);
+  CHECK(has_unroll(h.ks.opts, 2, 32));
+  CHECK(has_unroll(h.ks.opts, 3, 32));
+  CHECK_FALSE(has(h.ks.src, "masked.gather"));
+  size_t reduces = 0;
+  for (size_t at = h.ks.src.find("call reassoc float @llvm.vector.reduce.fadd");
+       at != std::string::npos;
+       at = h.ks.src.find("call reassoc float @llvm.vector.reduce.fadd", at + 1))
+    ++reduces;
+  CHECK(reduces >= 2);
+  for (int64_t cores : {1, 2, 3}) {
+    h.run({got.data(), vx.data(), vg.data(), vu.data()}, {}, cores);
+    check_close(got, ref, 1e-5);
+  }
+}

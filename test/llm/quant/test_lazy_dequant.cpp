@@ -1,6 +1,7 @@
 // Lazy dequantization (tensor expressions) against the reference dequantizers, every format.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -153,6 +154,40 @@ TEST_CASE("quantized linears: Qwen3 shapes get vector lanes per block and equal 
           check_same_as_noopt(opt.y, ref.y);
         }
       }
+}
+
+TEST_CASE("quantized linears: a gated FFN's gate and up share one kernel with lanes in both") {
+  // silu(x Wg^T) * (x Wu^T), Q8_0, as Qwen3's FFN computes it; against NOOPT.
+  const int64_t rows = 4, out = 16, in = 256;
+  std::vector<uint8_t> gate = random_blocks(GgmlType::Q8_0, out * in, 21),
+                       up = random_blocks(GgmlType::Q8_0, out * in, 22);
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0, 1);
+  std::vector<float> xv(static_cast<size_t>(rows * in));
+  for (float& v : xv) v = normal(rng);
+  Tensor g = uint8_tensor(gate), u = uint8_tensor(up), x = Tensor::from_vector(xv, {rows, in});
+  Tensor y = x.linear(dequantize_lazy(g, GgmlType::Q8_0, {out, in})).silu() *
+             x.linear(dequantize_lazy(u, GgmlType::Q8_0, {out, in}));
+  Schedule s = create_schedule({y.node()});
+  REQUIRE(s.items.size() == 1);
+  std::vector<std::vector<float>> results;
+  for (int noopt : {1, 0}) {
+    KernelSource ks =
+        codegen(s.items[0].ast, cpu_codegen_target(), {.noopt = noopt, .max_threads = 2});
+    CAPTURE(ks.opts_desc);
+    if (!noopt) CHECK(ks.src.find("llvm.vector.reduce.fadd.v32f32") != std::string::npos);
+    static const LlvmTarget host = cpu_target();
+    auto program = CpuJit::instance().load(llvm_compile_object(host, ks.src, ks.name), ks.name);
+    std::vector<float> yv(static_cast<size_t>(rows * out));
+    std::vector<void*> args{yv.data()};
+    for (size_t slot = 1; slot < s.items[0].buffers.size(); ++slot)
+      args.push_back(buffer_of(s.items[0].buffers[slot])->handle());
+    ThreadPool::instance().run(program->function<ThreadPool::RawKernel>(ks.entry), args.data(),
+                               ks.cpu_threads);
+    results.push_back(yv);
+  }
+  CHECK(std::any_of(results[0].begin(), results[0].end(), [](float v) { return v != 0; }));
+  check_same_as_noopt(results[1], results[0]);
 }
 
 TEST_CASE("lazy dequantization matches the reference dequantizer for every supported format") {
