@@ -64,8 +64,10 @@ std::pair<Tensor, Tensor> rope_tables(int64_t start_pos, int64_t rows, int64_t n
 }
 
 Tensor swiglu(const Tensor& h, const Tensor& gate, const Tensor& up, const Tensor& down) {
-  // Materialized: fused into the down projection SiLU would be recomputed once per output column.
-  return (h.linear(gate).silu() * h.linear(up)).contiguous().linear(down);
+  // Each projection is its own plain matmul kernel (with the matmul optimizations), and so is
+  // their product (fused into the down projection, SiLU would be recomputed per output column).
+  Tensor g = h.linear(gate).contiguous(), u = h.linear(up).contiguous();
+  return (g.silu() * u).contiguous().linear(down);
 }
 
 // Rows past max_context - 1 take the padding of a chunk that starts near the end.

@@ -20,15 +20,6 @@ Tensor l2_norm(const Tensor& x, float eps) {
 
 Tensor softplus(const Tensor& x) { return (x > kSoftplusLinear).where(x, (x.exp() + 1).log()); }
 
-// down(silu(gate(h)) * up(h)) with each projection materialized, so that each is a plain matmul
-// kernel with the matmul optimizations (fused, the two share one unoptimized kernel: ~10x slower
-// at 32 rows). NOTE: layers.cpp's swiglu fuses them; it moves test_qwen3's chunked-vs-token
-// bound (1e-5) to 1.05e-5, so the change waits for its owner.
-Tensor ffn(const Tensor& h, const Tensor& gate, const Tensor& up, const Tensor& down) {
-  Tensor g = h.linear(gate).contiguous(), u = h.linear(up).contiguous();
-  return (g.silu() * u).contiguous().linear(down);
-}
-
 // One row (decode), in place: [M' k | M' q] with M' = decay M from the old state, then
 // M <- M' + beta (v - M' k) (x) k, out = M' q + beta (v - M' k) (k . q).
 Tensor delta_rule_row(const Tensor& state, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -293,7 +284,7 @@ Tensor Qwen35Model::body(Tensor x, const Tensor& cos, const Tensor& sin, const C
     x = x + (l.gdn ? delta_net(*l.gdn, h, chunk) : attention(*l.attn, h, cos, sin, chunk));
     x.realize(var_vals_);
     Tensor f = rms_norm(x, l.ffn_norm, config_.rms_eps);
-    x = x + (l.moe ? moe_ffn(*l.moe, f) : ffn(f, l.w_gate, l.w_up, l.w_down));
+    x = x + (l.moe ? moe_ffn(*l.moe, f) : swiglu(f, l.w_gate, l.w_up, l.w_down));
   }
   Tensor last = x.shrink_to({{chunk.len - 1, chunk.len}, {dim(0), dim(config_.dim)}});
   return rms_norm(last, output_norm_, config_.rms_eps).linear(output_);
