@@ -77,7 +77,8 @@ Tensor q4_1(const Blocks& b) {
 Tensor fifth_bits(const Blocks& b, size_t qh_off) {
   Tensor qh = b.bytes(qh_off, 4).reshape({b.n(), 4, 1}).expand({b.n(), 4, 8});
   Tensor pow2 = Tensor::from_vector<uint8_t>({1, 2, 4, 8, 16, 32, 64, 128}, {1, 1, 8});
-  return (idiv(qh, pow2) & 1).reshape({b.n(), kQK});
+  // A mask test, not a division: vector lanes have no cheap division by a loaded divisor.
+  return (qh & pow2).ne(0).cast(dtypes::uint8).reshape({b.n(), kQK});
 }
 
 Tensor q5_0(const Blocks& b) {
@@ -131,7 +132,7 @@ Tensor q5_k(const Blocks& b) {
   // Sub-block j takes bit j of qh[l]: (n, 8 sub-blocks, 32).
   Tensor qh = b.bytes(q5_k::kQh, 32).reshape({b.n(), 1, 32}).expand({b.n(), 8, 32});
   Tensor pow2 = Tensor::from_vector<uint8_t>({1, 2, 4, 8, 16, 32, 64, 128}, {1, 8, 1});
-  Tensor high = (idiv(qh, pow2) & 1).reshape({b.n(), kQK_K}) * 16;
+  Tensor high = (qh & pow2).ne(0).cast(dtypes::uint8).reshape({b.n(), kQK_K}) * 16;
   return d * (k_nibbles(b, q5_k::kQs) + high).cast(dtypes::float32) - dm;
 }
 
