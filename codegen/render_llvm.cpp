@@ -565,10 +565,7 @@ class Renderer {
     const UOp& x = u.src(0);
     const DType t = x.dtype().base();
     vec_[u] = false;
-    if (!is_vec(x)) {  // nothing varies over the lanes
-      names_[u] = name(x);
-      return;
-    }
+    const std::string lanes = val(x, true);  // a lane-invariant value counts once per lane
     const Op op = u.arg_as<Op>();
     const bool fl = is_float(t);
     std::string fn;
@@ -583,10 +580,10 @@ class Renderer {
     if (fl && op != Op::MAX) {  // ordered by default: reassoc lets LLVM use a shuffle tree
       declares_.insert(fmt::format("declare {} @{}({}, {})", et, full, et, vty));
       emit("{} = call reassoc {} @{}({} {}, {} {})", r, et, full, et,
-           const_literal(reduce_start(op, t)), vty, name(x));
+           const_literal(reduce_start(op, t)), vty, lanes);
     } else {
       declares_.insert(fmt::format("declare {} @{}({})", et, full, vty));
-      emit("{} = call {}{} @{}({} {})", r, fl ? "nnan " : "", et, full, vty, name(x));
+      emit("{} = call {}{} @{}({} {})", r, fl ? "nnan " : "", et, full, vty, lanes);
     }
     names_[u] = r;
   }

@@ -171,3 +171,21 @@ TEST_CASE("lane reduce: two reduces over their own ranges (a gated FFN's gate an
     check_close(got, ref, 1e-5);
   }
 }
+
+TEST_CASE("lane reduce: a reduce unrolled whole (outer extent 1) and a lane-invariant term") {
+  // out[i] = sum_k (a[i*K + k] + c[i]): c does not vary over the lanes, yet is summed K times
+  const int64_t R = 6, K = 32;
+  UOp out = buf(0, dtypes::float32, R), a = buf(1, dtypes::float32, R * K),
+      c = buf(2, dtypes::float32, R);
+  UOp i = UOp::range(R, 0), k = UOp::range(K, 1, AxisType::Reduce);
+  UOp ast = sink({store(out, i, reduce(load(a, i * K + k) + load(c, i), Op::ADD, {k}))});
+  std::vector<float> va = randf(R * K, 50), vc = randf(R, 51), ref(R), got(R);
+  compile(ast, {.noopt = 1}).run({ref.data(), va.data(), vc.data()});
+  for (int64_t lanes : {32, 16}) {
+    CAPTURE(lanes);
+    Kernel k32 = compile(ast, {.opts = std::vector<Opt>{{OptType::Unroll, 1, lanes}}});
+    CHECK(has(k32.ks.src, "llvm.vector.reduce.fadd"));
+    k32.run({got.data(), va.data(), vc.data()});
+    check_close(got, ref, 1e-5);
+  }
+}
