@@ -15,8 +15,10 @@ constexpr int64_t kLaneCandidates[] = {32, 16, 8};
 constexpr int64_t kMaxRegistersPerLaneVector = 4;
 // Lane groups unrolled per iteration, fewest first.
 constexpr int64_t kGroupCandidates[] = {1, 2, 4, 8};
-// Copies of one output axis.
+// Copies of one output axis, and the least work a doubling must save to be worth its code (a
+// matvec's copies share only the load of x: no gain measured).
 constexpr int64_t kMaxUpcast = 4;
+constexpr double kMinSaving = 0.05;
 
 // x86-64: 32 vector registers with AVX-512, 16 below it.
 int64_t vector_registers(const CodegenTarget& target) { return target.simd_bytes >= 64 ? 32 : 16; }
@@ -82,7 +84,7 @@ double cost(const Work& w, const std::vector<int64_t>& up) {
   return c;
 }
 
-// Greedy doubling of output-axis copies while it saves work and the accumulators fit.
+// Greedy doubling of output-axis copies while it saves enough work and the accumulators fit.
 std::vector<Opt> upcasts(const Work& w, int64_t max_accumulators) {
   std::vector<int64_t> up(w.axes.size(), 1);
   int64_t accumulators = 1;
@@ -97,7 +99,8 @@ std::vector<Opt> upcasts(const Work& w, int64_t max_accumulators) {
         continue;
       std::vector<int64_t> trial = up;
       trial[i] = n;
-      if (const double c = cost(w, trial); c < best_cost * 0.999) best = int(i), best_cost = c;
+      const double c = cost(w, trial);
+      if (c <= now * (1 - kMinSaving) && c < best_cost) best = int(i), best_cost = c;
     }
     if (best < 0) break;
     up[best] *= 2;
