@@ -5,11 +5,13 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "llm/gguf/gguf.h"
+#include "llm/models/moe.h"
 #include "tensor/tensor.h"
 
 namespace ugrad::llm {
@@ -49,6 +51,16 @@ std::pair<Tensor, Tensor> rope_tables(int64_t start_pos, int64_t rows, int64_t n
 
 /// down(silu(gate(h)) * up(h)).
 Tensor swiglu(const Tensor& h, const Tensor& gate, const Tensor& up, const Tensor& down);
+
+/// A layer's FFN: dense SwiGLU, or the MoE FFN (qwen3moe, qwen35moe).
+struct FeedForward {
+  Tensor gate, up, down;
+  std::optional<MoeWeights> moe;
+  /// (rows, dim) -> (rows, dim).
+  Tensor operator()(const Tensor& h) const {
+    return moe ? moe_ffn(*moe, h) : swiglu(h, gate, up, down);
+  }
+};
 
 /// One layer's keys and values in float16.
 class KvCache {

@@ -7,10 +7,11 @@
 
 namespace ugrad::llm {
 
-MoeWeights load_moe(const LayerWeights& lw, const ModelConfig& config, const std::string& device) {
+MoeWeights load_moe(const LayerWeights& lw, const ModelConfig& config, const std::string& device,
+                    const std::shared_ptr<const void>& owner) {
   if (!config.moe || !lw.ffn_gate_inp || !lw.ffn_gate_exps || !lw.ffn_up_exps || !lw.ffn_down_exps)
     fail("moe: the {} model has no MoE FFN in this layer", arch_name(config.arch));
-  auto load = [&](const GgufTensor* t) { return t ? load_weight(*t, device) : Tensor(); };
+  auto load = [&](const GgufTensor* t) { return t ? load_weight(*t, device, owner) : Tensor(); };
   MoeWeights w;
   w.router = load(lw.ffn_gate_inp);
   w.gate_exps = load(lw.ffn_gate_exps);

@@ -9,6 +9,7 @@
 // a kernel reads only the chosen experts' quantized bytes.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "llm/model/config.h"
@@ -28,7 +29,9 @@ struct MoeWeights {
 };
 
 /// The MoE weights of a layer by role; an Error when the layer or config has no MoE FFN.
-MoeWeights load_moe(const LayerWeights& lw, const ModelConfig& config, const std::string& device);
+/// `owner` keeps the file's bytes alive (see load_weight).
+MoeWeights load_moe(const LayerWeights& lw, const ModelConfig& config, const std::string& device,
+                    const std::shared_ptr<const void>& owner = nullptr);
 
 /// The MoE FFN of h (rows, dim): (rows, dim) float32.
 Tensor moe_ffn(const MoeWeights& w, const Tensor& h);

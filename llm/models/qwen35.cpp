@@ -115,34 +115,18 @@ Tensor gated_delta_rule(const Tensor& state, const Tensor& q, const Tensor& k, c
 }
 
 Qwen35Model::Qwen35Model(const GgufFile& file, int64_t max_context, const std::string& device)
-    : file_(file),
-      config_(ModelConfig::from_gguf(file_)),
-      max_context_(max_context),
-      device_(device) {
-  if (max_context < 1) fail("max context {} must be at least 1", max_context);
-  if (config_.arch != ModelArch::kQwen35 && config_.arch != ModelArch::kQwen35Moe) {
-    fail("model: architecture '{}' is not supported by the Qwen3.5 model yet",
-         arch_name(config_.arch));
-  }
+    : ChunkedModel(file, max_context, device, "qwen35") {
+  if (config_.arch != ModelArch::kQwen35 && config_.arch != ModelArch::kQwen35Moe)
+    fail("model: architecture '{}' is not a Qwen3.5 model", arch_name(config_.arch));
   const HybridConfig& hc = *config_.hybrid;
   if (hc.conv_kernel < 2)
     fail("model: a conv kernel of {} taps is not supported (at least 2)", hc.conv_kernel);
-  ModelWeights w = ModelWeights::from_gguf(file_, config_);
-  token_embd_ = w.token_embd;
-  std::shared_ptr<const void> owner = file_.keepalive();
-  auto load = [&](const GgufTensor* t) { return load_weight(*t, device_, owner); };
   for (uint32_t i = 0; i < config_.n_layers; ++i) {
-    const LayerWeights& lw = w.layers[i];
+    const LayerWeights& lw = weights_.layers[i];
     Layer l;
     l.attn_norm = load(lw.attn_norm);
     l.ffn_norm = load(lw.ffn_norm);
-    if (config_.moe) {
-      l.moe = load_moe(lw, config_, device_);
-    } else {
-      l.w_gate = load(lw.ffn_gate);
-      l.w_up = load(lw.ffn_up);
-      l.w_down = load(lw.ffn_down);
-    }
+    l.ffn = load_ffn(lw);
     if (config_.is_recurrent(i)) {
       const int64_t taps = hc.conv_kernel, hv = hc.n_value_heads;
       DeltaNet& d = l.gdn.emplace();
@@ -172,8 +156,6 @@ Qwen35Model::Qwen35Model(const GgufFile& file, int64_t max_context, const std::s
     }
     layers_.push_back(std::move(l));
   }
-  output_norm_ = load(w.output_norm);
-  output_ = load(w.output);
 }
 
 const Qwen35Model::DeltaNet& Qwen35Model::delta_net_layer(uint32_t layer) const {
@@ -277,47 +259,20 @@ Tensor Qwen35Model::delta_net(DeltaNet& l, const Tensor& h, const Chunk& chunk) 
 }
 
 // The whole network for a chunk of embedded tokens: the logits of the last real one, (1, vocab).
-Tensor Qwen35Model::body(Tensor x, const Tensor& cos, const Tensor& sin, const Chunk& chunk) {
+Tensor Qwen35Model::layers(Tensor x, const Tensor& cos, const Tensor& sin, const Chunk& chunk) {
   for (Layer& l : layers_) {
     x.realize(var_vals_);
     Tensor h = rms_norm(x, l.attn_norm, config_.rms_eps);
     x = x + (l.gdn ? delta_net(*l.gdn, h, chunk) : attention(*l.attn, h, cos, sin, chunk));
     x.realize(var_vals_);
-    Tensor f = rms_norm(x, l.ffn_norm, config_.rms_eps);
-    x = x + (l.moe ? moe_ffn(*l.moe, f) : swiglu(f, l.w_gate, l.w_up, l.w_down));
+    x = x + l.ffn(rms_norm(x, l.ffn_norm, config_.rms_eps));
   }
-  Tensor last = x.shrink_to({{chunk.len - 1, chunk.len}, {dim(0), dim(config_.dim)}});
-  return rms_norm(last, output_norm_, config_.rms_eps).linear(output_);
+  return x;
 }
 
-Tensor Qwen35Model::forward(std::span<const int32_t> tokens, int64_t start_pos) {
-  const int64_t n = static_cast<int64_t>(tokens.size());
-  if (n == 0) fail("forward: no tokens");
-  if (n > kMaxChunk) fail("forward: {} tokens in one call; the most is {}", n, kMaxChunk);
-  if (start_pos < 0 || start_pos + n > max_context_)
-    fail("forward: positions [{}, {}) exceed the context of {} tokens", start_pos, start_pos + n,
-         max_context_);
+// A new sequence starts from zeroed states.
+void Qwen35Model::before_forward(int64_t start_pos) {
   if (start_pos == 0) reset();
-  const int64_t rows = n == 1 ? 1 : kMaxChunk;
-  Step& step = steps_[rows];
-  if (!step.jit) {
-    step.chunk = make_chunk(rows, max_context_);
-    // Call 0 runs eagerly, call 1 captures, later calls only launch.
-    step.jit = std::make_unique<GraphJit>(
-        [this, &step](const std::vector<UOp>& in, const VarVals&) {
-          Tensor logits = body(Tensor(in[0], device_), Tensor(in[1], device_),
-                               Tensor(in[2], device_), step.chunk);
-          return std::vector<UOp>{logits.node()};
-        },
-        fmt::format("qwen35 forward rows={}", rows));
-  }
-  var_vals_ = step.chunk.var_vals(start_pos, n);
-  Tensor x = embed_rows(*token_embd_, tokens, rows, device_);
-  auto [cos, sin] = rope_tables(start_pos, rows, config_.n_rot, config_.rope_theta, device_);
-  Tensor inputs[] = {x, cos, sin};
-  Tensor::realize_all(inputs);
-  std::vector<UOp> out = (*step.jit)({x.node(), cos.node(), sin.node()}, var_vals_);
-  return Tensor(out[0], device_);
 }
 
 }  // namespace ugrad::llm

@@ -7,7 +7,6 @@
 // chunks are padded to kMaxChunk rows; padded rows leave every state exactly as it was.
 #pragma once
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -16,9 +15,7 @@
 
 #include "llm/gguf/gguf.h"
 #include "llm/model/config.h"
-#include "llm/models/layers.h"
-#include "llm/models/model.h"
-#include "llm/models/moe.h"
+#include "llm/models/chunked_model.h"
 #include "runtime/jit.h"
 #include "tensor/tensor.h"
 
@@ -36,23 +33,18 @@ namespace ugrad::llm {
 Tensor gated_delta_rule(const Tensor& state, const Tensor& q, const Tensor& k, const Tensor& v,
                         const Tensor& beta, const Tensor& log_decay, const VarVals& var_vals);
 
-class Qwen35Model : public LanguageModel {
+class Qwen35Model : public ChunkedModel {
  public:
   /// Loads the weights (quantized, as in the file) onto `device` with a zeroed KV cache of
   /// `max_context` positions and zeroed conv and recurrent states. An Error names what is wrong
   /// with the file.
   Qwen35Model(const GgufFile& file, int64_t max_context, const std::string& device = "");
 
-  /// See LanguageModel::forward. start_pos 0 starts over from zeroed states; any other start_pos
-  /// must be the number of tokens consumed so far.
-  Tensor forward(std::span<const int32_t> tokens, int64_t start_pos) override;
+  /// forward() at start_pos 0 starts over from zeroed states; any other start_pos must be the
+  /// number of tokens consumed so far.
   bool recurrent() const override { return true; }
   /// Zeroes the conv and recurrent states of every Gated DeltaNet layer.
   void reset() override;
-
-  const ModelConfig& config() const override { return config_; }
-  int64_t max_context() const override { return max_context_; }
-  const std::string& device() const override { return device_; }
 
   /// The conv state (conv_kernel - 1, conv_dim) of Gated DeltaNet layer `layer`: its last inputs.
   const Tensor& conv_state(uint32_t layer) const;
@@ -69,31 +61,19 @@ class Qwen35Model : public LanguageModel {
     Tensor conv_state, state;  // realized, read and assigned by every forward call
   };
   struct Layer {
-    Tensor attn_norm, ffn_norm, w_gate, w_up, w_down;  // dense FFN
-    std::optional<MoeWeights> moe;                     // or the MoE FFN (qwen35moe)
+    Tensor attn_norm, ffn_norm;
+    FeedForward ffn;
     std::optional<Attention> attn;
     std::optional<DeltaNet> gdn;
-  };
-  // One captured graph per row count: kMaxChunk (prefill, padded) and 1 (decode).
-  struct Step {
-    Chunk chunk;
-    std::unique_ptr<GraphJit> jit;
   };
   const DeltaNet& delta_net_layer(uint32_t layer) const;
   Tensor attention(Attention& l, const Tensor& h, const Tensor& cos, const Tensor& sin,
                    const Chunk& chunk);
   Tensor delta_net(DeltaNet& l, const Tensor& h, const Chunk& chunk);
-  Tensor body(Tensor x, const Tensor& cos, const Tensor& sin, const Chunk& chunk);
+  Tensor layers(Tensor x, const Tensor& cos, const Tensor& sin, const Chunk& chunk) override;
+  void before_forward(int64_t start_pos) override;
 
-  GgufFile file_;
-  ModelConfig config_;
-  int64_t max_context_;
-  std::string device_;
-  const GgufTensor* token_embd_ = nullptr;
   std::vector<Layer> layers_;
-  Tensor output_norm_, output_;
-  std::vector<std::pair<std::string, int64_t>> var_vals_;  // of the current forward call
-  std::map<int64_t, Step> steps_;                          // by row count
   std::unique_ptr<GraphJit> reset_jit_;
 };
 

@@ -1,0 +1,62 @@
+#include "llm/models/chunked_model.h"
+
+#include <fmt/format.h>
+
+#include "uop/error.h"
+
+namespace ugrad::llm {
+
+ChunkedModel::ChunkedModel(const GgufFile& file, int64_t max_context, const std::string& device,
+                           std::string name)
+    : file_(file),
+      config_(ModelConfig::from_gguf(file_)),
+      weights_(ModelWeights::from_gguf(file_, config_)),
+      max_context_(max_context),
+      device_(device),
+      owner_(file_.keepalive()),
+      name_(std::move(name)) {
+  if (max_context < 1) fail("max context {} must be at least 1", max_context);
+  output_norm_ = load(weights_.output_norm);
+  output_ = load(weights_.output);
+}
+
+Tensor ChunkedModel::load(const GgufTensor* t) const { return load_weight(*t, device_, owner_); }
+
+FeedForward ChunkedModel::load_ffn(const LayerWeights& lw) const {
+  if (config_.moe) return {Tensor(), Tensor(), Tensor(), load_moe(lw, config_, device_, owner_)};
+  return {load(lw.ffn_gate), load(lw.ffn_up), load(lw.ffn_down), std::nullopt};
+}
+
+Tensor ChunkedModel::forward(std::span<const int32_t> tokens, int64_t start_pos) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  if (n == 0) fail("forward: no tokens");
+  if (n > kMaxChunk) fail("forward: {} tokens in one call; the most is {}", n, kMaxChunk);
+  if (start_pos < 0 || start_pos + n > max_context_)
+    fail("forward: positions [{}, {}) exceed the context of {} tokens", start_pos, start_pos + n,
+         max_context_);
+  before_forward(start_pos);
+  const int64_t rows = n == 1 ? 1 : kMaxChunk;
+  Step& step = steps_[rows];
+  if (!step.jit) {
+    step.chunk = make_chunk(rows, max_context_);
+    step.jit = std::make_unique<GraphJit>(
+        [this, &step](const std::vector<UOp>& in, const VarVals&) {
+          const Chunk& c = step.chunk;
+          Tensor x =
+              layers(Tensor(in[0], device_), Tensor(in[1], device_), Tensor(in[2], device_), c);
+          Tensor last = x.shrink_to({{c.len - 1, c.len}, {dim(0), dim(config_.dim)}});
+          Tensor logits = rms_norm(last, output_norm_, config_.rms_eps).linear(output_);
+          return std::vector<UOp>{logits.node()};
+        },
+        fmt::format("{} forward rows={}", name_, rows));
+  }
+  var_vals_ = step.chunk.var_vals(start_pos, n);
+  Tensor x = embed_rows(*weights_.token_embd, tokens, rows, device_);
+  auto [cos, sin] = rope_tables(start_pos, rows, config_.n_rot, config_.rope_theta, device_);
+  Tensor inputs[] = {x, cos, sin};
+  Tensor::realize_all(inputs);
+  std::vector<UOp> out = (*step.jit)({x.node(), cos.node(), sin.node()}, var_vals_);
+  return Tensor(out[0], device_);
+}
+
+}  // namespace ugrad::llm

@@ -1,0 +1,64 @@
+// What the Qwen models share around their layers: the config and weights index of the file, the
+// embedding rows and RoPE tables made on the host per call, the final norm and output projection,
+// and the two captured graphs every forward() runs through: prefill padded to kMaxChunk rows (the
+// real length and start_pos are variables) and decode of one row. A model supplies its layers.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "llm/gguf/gguf.h"
+#include "llm/model/config.h"
+#include "llm/models/layers.h"
+#include "llm/models/model.h"
+#include "runtime/jit.h"
+#include "tensor/tensor.h"
+
+namespace ugrad::llm {
+
+class ChunkedModel : public LanguageModel {
+ public:
+  /// Checks the call, runs before_forward(), then the graph for the chunk (eagerly on its first
+  /// call, capturing on the second, replaying after). See LanguageModel::forward.
+  Tensor forward(std::span<const int32_t> tokens, int64_t start_pos) final;
+  const ModelConfig& config() const final { return config_; }
+  int64_t max_context() const final { return max_context_; }
+  const std::string& device() const final { return device_; }
+
+ protected:
+  /// Reads the file's config and weights index (an Error names what is wrong with the file) and
+  /// loads the output norm and projection. `name` names the model in JIT debug lines.
+  ChunkedModel(const GgufFile& file, int64_t max_context, const std::string& device,
+               std::string name);
+  /// A weight of this file on the model's device (load_weight; the mapping stays alive).
+  Tensor load(const GgufTensor* t) const;
+  /// The FFN of a layer: the MoE FFN when the config has experts, else dense SwiGLU.
+  FeedForward load_ffn(const LayerWeights& lw) const;
+  /// The layers over a chunk of embedded tokens x (rows, dim): the hidden states (rows, dim).
+  /// cos and sin are the RoPE tables of the chunk's positions (rows, 1, n_rot / 2). Realize with
+  /// var_vals_.
+  virtual Tensor layers(Tensor x, const Tensor& cos, const Tensor& sin, const Chunk& chunk) = 0;
+  /// Runs before each call's graph (a recurrent model starts over at position 0).
+  virtual void before_forward(int64_t /*start_pos*/) {}
+
+  GgufFile file_;
+  ModelConfig config_;
+  ModelWeights weights_;  // points into file_
+  int64_t max_context_;
+  std::string device_;
+  std::shared_ptr<const void> owner_;  // keeps the file's mapping alive under the weights
+  VarVals var_vals_;                   // of the current forward call
+
+ private:
+  struct Step {
+    Chunk chunk;
+    std::unique_ptr<GraphJit> jit;
+  };
+  std::string name_;
+  Tensor output_norm_, output_;
+  std::map<int64_t, Step> steps_;  // by row count
+};
+
+}  // namespace ugrad::llm
