@@ -11,40 +11,21 @@
 #include <filesystem>
 #include <numeric>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "llm/model/demo_model.h"
 #include "llm/models/generate.h"
 #include "llm/quant/formats.h"
 
 using namespace ugrad;
 using namespace ugrad::llm;
-using clock_type = std::chrono::steady_clock;
+using bench::clock_type;
+using bench::seconds;
+
+constexpr int kThreads = 2;  // the bench machine's cores; THREADS defaults to one per core
 
 namespace {
-
-double seconds(clock_type::time_point t0) {
-  return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
-
-// Read bandwidth of 2 threads (the threads the model runs on) summing halves of a buffer larger
-// than the caches (GB/s), best of 3.
-double read_bandwidth() {
-  std::vector<uint64_t> v(size_t{256} << 20 >> 3, 1);
-  const size_t half = v.size() / 2;
-  uint64_t sums[2] = {0, 0};
-  double best = 0;
-  for (int r = 0; r < 3; ++r) {
-    auto t0 = clock_type::now();
-    std::thread t([&] { sums[1] += std::accumulate(v.begin() + half, v.end(), uint64_t{0}); });
-    sums[0] += std::accumulate(v.begin(), v.begin() + half, uint64_t{0});
-    t.join();
-    best = std::max(best, static_cast<double>(v.size() * 8) / seconds(t0) * 1e-9);
-  }
-  if (sums[0] + sums[1] == 42) std::puts("");
-  return best;
-}
 
 double openblas_gflops(int n) {
   std::vector<float> a(size_t(n) * n, 1.0f), b(size_t(n) * n, 0.5f), c(size_t(n) * n);
@@ -102,7 +83,7 @@ int main(int argc, char** argv) {
   double prefill_tps = static_cast<double>(prompt_len) / r.prefill_seconds;
   double decode_tps = static_cast<double>(r.tokens.size() - 1) / r.decode_seconds;
 
-  double bw = read_bandwidth();
+  double bw = bench::read_bandwidth(kThreads);
   double roofline_tps = bw * 1e9 / weight_bytes;
   double params = 0;  // matmul parameters per token: the model FLOPs are 2 per parameter
   for (const GgufTensor& t : file.tensors())

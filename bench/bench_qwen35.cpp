@@ -9,48 +9,19 @@
 #include <filesystem>
 #include <numeric>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "llm/model/demo_model.h"
 #include "llm/models/generate.h"
 #include "llm/quant/formats.h"
 
 using namespace ugrad;
 using namespace ugrad::llm;
-using clock_type = std::chrono::steady_clock;
-
-namespace {
+using bench::clock_type;
+using bench::seconds;
 
 constexpr int kThreads = 2;  // the bench machine's cores; THREADS defaults to one per core
-
-double seconds(clock_type::time_point t0) {
-  return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
-
-// Read bandwidth of kThreads threads summing slices of a buffer larger than the caches (GB/s),
-// best of 3.
-double read_bandwidth() {
-  std::vector<uint64_t> v(size_t{256} << 20 >> 3, 1);
-  const size_t slice = v.size() / kThreads;
-  std::vector<uint64_t> sums(kThreads, 0);
-  double best = 0;
-  for (int r = 0; r < 3; ++r) {
-    auto t0 = clock_type::now();
-    std::vector<std::thread> threads;
-    for (int i = 1; i < kThreads; ++i)
-      threads.emplace_back([&, i] {
-        sums[i] += std::accumulate(v.begin() + i * slice, v.begin() + (i + 1) * slice, 0ull);
-      });
-    sums[0] += std::accumulate(v.begin(), v.begin() + slice, 0ull);
-    for (std::thread& t : threads) t.join();
-    best = std::max(best, static_cast<double>(slice * kThreads * 8) / seconds(t0) * 1e-9);
-  }
-  if (std::accumulate(sums.begin(), sums.end(), 0ull) == 42) std::puts("");
-  return best;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   std::string type_name = argc > 1 ? argv[1] : "Q8_0";
@@ -107,7 +78,7 @@ int main(int argc, char** argv) {
   double prefill_tps = static_cast<double>(prompt_len) / r.prefill_seconds;
   double decode_tps = static_cast<double>(r.tokens.size() - 1) / r.decode_seconds;
 
-  double bw = read_bandwidth();
+  double bw = bench::read_bandwidth(kThreads);
   double roofline_tps = bw * 1e9 / (weight_bytes + state_bytes);
   std::printf("model: %u layers (%u Gated DeltaNet), %s, %.1f MB of weights, %.1f MB of state\n",
               layers, gdn_layers, type_name.c_str(), weight_bytes * 1e-6, state_bytes * 0.5e-6);
