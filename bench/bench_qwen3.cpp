@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <numeric>
 #include <string>
 #include <vector>
 

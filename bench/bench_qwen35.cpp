@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <numeric>
 #include <string>
 #include <vector>
 
