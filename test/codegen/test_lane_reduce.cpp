@@ -41,10 +41,12 @@ void check_close(const std::vector<float>& got, const std::vector<float>& want, 
 }  // namespace
 
 TEST_CASE("lane reduce: linear layers get lanes along k and copies of rows; equal to NOOPT") {
-  for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{1, 64, 1024},
-                         {32, 48, 256},
-                         {32, 16, 96},
-                         {3, 40, 64}}) {
+  struct Shape {
+    int64_t M, N, K;
+  };
+  for (const Shape& shape :
+       {Shape{1, 64, 1024}, Shape{32, 48, 256}, Shape{32, 16, 96}, Shape{3, 40, 64}}) {
+    const int64_t M = shape.M, N = shape.N, K = shape.K;  // no lambda captures a binding
     CAPTURE(M);
     CAPTURE(K);
     UOp ast = linear_ast(M, N, K);
