@@ -1,7 +1,9 @@
 // Kernel optimizations as data: a list of Opt{type, axis, amount} chosen by a heuristic (or given),
 // applied to the kernel AST by one function.
 //   UPCAST(axis, n)  split output axis r into r'*n + u; u is expanded into n copies (vector lanes)
-//   UNROLL(axis, n)  split reduce axis r into r'*n + u; the n copies are summed inside the loop
+//   UNROLL(axis, n)  split reduce axis r into r'*n + u; the n copies are summed inside the loop,
+//                    or u stays as the lanes of a vector accumulator when the loads are contiguous
+//                    along it (expand.h)
 //   SPLIT(axis, n)   split output axis r into r'*n + l; l is a new loop nested inside the others
 //   THREAD(axis, n)  the output axis is split across n cores by core_id
 //   PACK(axis, 1)    a reduce operand independent of `axis` is copied into a contiguous scratch
@@ -35,7 +37,8 @@ std::string to_string(const std::vector<Opt>& opts);
 UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts);
 
 /// The heuristic's choice for `ast` on `target`: register tiling for GEMM-shaped reduces, upcasts
-/// of contiguous output axes, reduce unrolling, and threads when the kernel is big enough.
+/// of contiguous output axes, vector lanes along a contiguous reduce axis (lane_reduce.h), and
+/// threads when the kernel is big enough.
 /// `max_threads` bounds the THREAD amount (0: the THREADS knob, else the host's core count).
 std::vector<Opt> heuristic_opts(const UOp& ast, const CodegenTarget& target, int64_t max_threads);
 
