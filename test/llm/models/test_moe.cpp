@@ -14,6 +14,7 @@
 #include "llm/models/moe.h"
 #include "llm/quant/dequantize.h"
 #include "schedule/schedule.h"
+#include "test/llm/models/models_test_util.h"
 #include "uop/error.h"
 
 using namespace ugrad;
@@ -25,24 +26,14 @@ constexpr uint32_t kDim = 256;  // a multiple of every block size
 constexpr uint32_t kExperts = 8, kUsed = 3, kExpertFfn = 256, kSharedFfn = 256;
 
 GgufFile demo(ModelArch arch, GgmlType type, uint64_t seed) {
-  DemoModelOptions o;
-  o.arch = arch;
+  DemoModelOptions o = test::small_model(arch, type, seed);
   o.n_layers = 1;
   o.dim = kDim;
-  o.n_heads = 4;
-  o.n_kv_heads = 2;
-  o.head_dim = 64;
-  o.ssm_key_heads = 2;
-  o.ssm_value_heads = 4;
-  o.ssm_key_head_dim = 64;
-  o.ssm_value_head_dim = 64;
   o.n_experts = kExperts;
   o.n_experts_used = kUsed;
   o.expert_ffn_dim = kExpertFfn;
   o.shared_ffn_dim = kSharedFfn;
-  o.weight_type = type;
-  o.seed = seed;
-  return GgufFile::from_buffer(build_demo_model(o).to_bytes());
+  return test::demo_gguf(o);
 }
 
 std::vector<float> decode(const GgufTensor* t) {

@@ -11,38 +11,21 @@
 #include "llm/models/qwen3.h"
 #include "llm/quant/formats.h"
 #include "runtime/jit.h"
+#include "test/llm/models/models_test_util.h"
 #include "test/llm/reference/qwen35_reference.h"
 #include "test/llm/reference/qwen3_reference.h"
 #include "uop/error.h"
 
 using namespace ugrad;
 using namespace ugrad::llm;
+using test::rel_err;
 
 namespace {
 
 GgufFile demo(GgmlType type, bool tied, uint64_t seed) {
-  DemoModelOptions o;
-  o.n_layers = 2;
-  o.dim = 256;  // a multiple of every block size
-  o.n_heads = 4;
-  o.n_kv_heads = 2;
-  o.head_dim = 64;
-  o.ffn_dim = 512;
-  o.weight_type = type;
+  DemoModelOptions o = test::small_model(ModelArch::kQwen3, type, seed);
   o.tied_output = tied;
-  o.seed = seed;
-  std::vector<uint8_t> bytes = build_demo_model(o).to_bytes();
-  return GgufFile::from_buffer(std::move(bytes));
-}
-
-// max |a - b| relative to max |b|
-double rel_err(const std::vector<float>& a, const std::vector<float>& b) {
-  double num = 0, den = 1e-30;
-  for (size_t i = 0; i < a.size(); ++i) {
-    num = std::max(num, std::abs(double(a[i]) - double(b[i])));
-    den = std::max(den, std::abs(double(b[i])));
-  }
-  return num / den;
+  return test::demo_gguf(o);
 }
 
 void check_against_reference(GgmlType type, bool tied, double tol) {
@@ -84,19 +67,10 @@ TEST_CASE("Qwen3 IQ4_XS") { check_against_reference(GgmlType::IQ4_XS, true, 5e-3
 TEST_CASE("Qwen3 MoE logits agree with the reference at every position") {
   for (GgmlType type : {GgmlType::F32, GgmlType::Q8_0, GgmlType::Q4_K}) {
     CAPTURE(format_of(type).name);
-    DemoModelOptions o;
-    o.arch = ModelArch::kQwen3Moe;
-    o.n_layers = 2;
-    o.dim = 256;
-    o.n_heads = 4;
-    o.n_kv_heads = 2;
-    o.head_dim = 64;
-    o.n_experts = 8;
+    DemoModelOptions o = test::small_model(ModelArch::kQwen3Moe, type, 21);
     o.n_experts_used = 3;
     o.expert_ffn_dim = 256;
-    o.weight_type = type;
-    o.seed = 21;
-    GgufFile file = GgufFile::from_buffer(build_demo_model(o).to_bytes());
+    GgufFile file = test::demo_gguf(o);
     test::ReferenceQwen35 ref(file);
     std::unique_ptr<LanguageModel> model = load_model(file, 32, "CPU");
     std::vector<int32_t> prompt{1, 17, 200, 42, 99, 7, 3, 250};
@@ -181,24 +155,16 @@ TEST_CASE("generate: prefix reuse gives the same tokens as a fresh run") {
   GgufFile file = demo(GgmlType::F32, true, 9);
   Qwen3Model reused(file, 64, "CPU"), fresh(file, 64, "CPU");
   Generator g_reused(reused), g_fresh(fresh);
-  GenerateOptions o;
-  o.max_tokens = 5;
-  o.chunk = 4;
-  std::vector<int32_t> first{1, 2, 3, 4, 5, 6};
-  GenerateResult r1 = g_reused.generate(first, o);
   // The second prompt extends the first conversation: the cache is reused.
-  std::vector<int32_t> second = first;
-  second.insert(second.end(), r1.tokens.begin(), r1.tokens.end());
-  second.push_back(77);
-  GenerateResult r2 = g_reused.generate(second, o);
-  CHECK(r2.reused_tokens >= static_cast<int64_t>(first.size()));
-  GenerateResult r3 = g_fresh.generate(second, o);
-  CHECK(r3.reused_tokens == 0);
-  CHECK(r2.tokens == r3.tokens);
+  test::ReuseRuns runs = test::prefix_reuse_runs(g_reused, g_fresh);
+  CHECK(runs.reused.reused_tokens >= 6);
+  CHECK(runs.fresh.reused_tokens == 0);
+  CHECK(runs.reused.tokens == runs.fresh.tokens);
   // A prompt that diverges restarts cleanly and agrees with a fresh run too.
   std::vector<int32_t> other{9, 8, 7};
   Qwen3Model fresh2(file, 64, "CPU");
   Generator g_fresh2(fresh2);
+  GenerateOptions o = test::reuse_options();
   CHECK(g_reused.generate(other, o).tokens == g_fresh2.generate(other, o).tokens);
 }
 

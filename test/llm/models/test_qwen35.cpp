@@ -12,11 +12,13 @@
 #include "llm/models/generate.h"
 #include "llm/models/qwen35.h"
 #include "runtime/jit.h"
+#include "test/llm/models/models_test_util.h"
 #include "test/llm/reference/qwen35_reference.h"
 #include "uop/error.h"
 
 using namespace ugrad;
 using namespace ugrad::llm;
+using test::rel_err;
 
 namespace {
 
@@ -24,42 +26,16 @@ namespace {
 // heads over H_k = 2 key heads, n_rot = 16 of head_dim 64. Every matrix width is a multiple of
 // 256 (Q4_K).
 DemoModelOptions demo_options(GgmlType type, uint64_t seed) {
-  DemoModelOptions o;
-  o.arch = ModelArch::kQwen35;
+  DemoModelOptions o = test::small_model(ModelArch::kQwen35, type, seed);
   o.n_layers = 4;
   o.full_attention_interval = 2;
-  o.dim = 256;
-  o.n_heads = 4;
-  o.n_kv_heads = 2;
-  o.head_dim = 64;
   o.n_rot = 16;
-  o.ffn_dim = 512;
-  o.ssm_key_heads = 2;
-  o.ssm_value_heads = 4;
-  o.ssm_key_head_dim = 64;
-  o.ssm_value_head_dim = 64;
-  o.weight_type = type;
-  o.seed = seed;
   return o;
 }
 
-GgufFile demo(const DemoModelOptions& o) {
-  std::vector<uint8_t> bytes = build_demo_model(o).to_bytes();
-  return GgufFile::from_buffer(std::move(bytes));
-}
+GgufFile demo(const DemoModelOptions& o) { return test::demo_gguf(o); }
 
 GgufFile demo(GgmlType type, uint64_t seed) { return demo(demo_options(type, seed)); }
-
-// max |a - b| relative to max |b|
-double rel_err(const std::vector<float>& a, const std::vector<float>& b) {
-  REQUIRE(a.size() == b.size());
-  double num = 0, den = 1e-30;
-  for (size_t i = 0; i < a.size(); ++i) {
-    num = std::max(num, std::abs(double(a[i]) - double(b[i])));
-    den = std::max(den, std::abs(double(b[i])));
-  }
-  return num / den;
-}
 
 int32_t argmax(const std::vector<float>& v) {
   return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
@@ -324,20 +300,12 @@ TEST_CASE("generate: a recurrent model continues an extending prompt and restart
   GgufFile file = demo(GgmlType::F32, 9);
   Qwen35Model reused(file, 64, "CPU"), fresh(file, 64, "CPU");
   Generator g_reused(reused), g_fresh(fresh);
-  GenerateOptions o;
-  o.max_tokens = 5;
-  o.chunk = 4;
-  std::vector<int32_t> first{1, 2, 3, 4, 5, 6};
-  GenerateResult r1 = g_reused.generate(first, o);
   // Strictly extends what the model consumed (the prompt and all but the last generated token).
-  std::vector<int32_t> second = first;
-  second.insert(second.end(), r1.tokens.begin(), r1.tokens.end());
-  second.push_back(77);
-  GenerateResult r2 = g_reused.generate(second, o);
-  CHECK(r2.reused_tokens == static_cast<int64_t>(first.size() + r1.tokens.size() - 1));
-  GenerateResult r3 = g_fresh.generate(second, o);
-  CHECK(r3.reused_tokens == 0);
-  CHECK(r2.tokens == r3.tokens);
+  test::ReuseRuns runs = test::prefix_reuse_runs(g_reused, g_fresh);
+  CHECK(runs.reused.reused_tokens == static_cast<int64_t>(6 + runs.first.tokens.size() - 1));
+  CHECK(runs.fresh.reused_tokens == 0);
+  CHECK(runs.reused.tokens == runs.fresh.tokens);
+  GenerateOptions o = test::reuse_options();
   // A prompt that only shares a prefix restarts from zeroed states and matches a fresh run.
   std::vector<int32_t> other{1, 2, 3, 9};
   GenerateResult r4 = g_reused.generate(other, o);
