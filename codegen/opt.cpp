@@ -10,6 +10,7 @@
 #include "codegen/gemm_tiling.h"
 #include "codegen/lane_reduce.h"
 #include "codegen/pack.h"
+#include "codegen/ranges.h"
 #include "uop/env.h"
 #include "uop/error.h"
 
@@ -117,6 +118,27 @@ bool contiguous_loads(const UOp& ast, const UOp& r) {
   return true;
 }
 
+// Output axes that the loads of the largest input buffer depend on: threading one of them makes
+// it the outermost loop, so each part of that buffer (a weight bigger than the caches) is read
+// from memory once instead of once per tile of the other output axes.
+std::vector<int64_t> largest_input_axes(const UOp& ast) {
+  const RangeMap open = open_ranges(ast);
+  UOp largest;
+  int64_t most = 0;
+  for (const UOp& u : ast.toposort()) {
+    if (u.op() != Op::LOAD || u.src(0).src(0).op() != Op::PARAM) continue;
+    const UOp& buf = u.src(0).src(0);
+    const int64_t bytes = buf.arg_as<ParamArg>().hi * int64_t(itemsize(buf.dtype().base()));
+    if (bytes > most) most = bytes, largest = buf;
+  }
+  std::vector<int64_t> axes;
+  for (const UOp& u : ast.toposort())
+    if (u.op() == Op::LOAD && u.src(0).src(0) == largest)
+      for (const UOp& r : open.at(u))
+        if (r.arg_as<RangeArg>().type == AxisType::Loop) axes.push_back(r.arg_as<RangeArg>().axis);
+  return axes;
+}
+
 }  // namespace
 
 UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts) {
@@ -149,9 +171,11 @@ std::vector<Opt> heuristic_opts(const UOp& ast, const CodegenTarget& target, int
     if (n > 1 && extent(reds.back()) >= 8)
       opts.push_back({OptType::Upcast, outs.back().arg_as<RangeArg>().axis, n});
   }
+  bool laned = false;
   if (opts.empty() && !reds.empty()) {
     // Reduce over a contiguous axis (dot products): vector lanes along it.
     if (auto lanes = lane_reduce_opts(ast, target)) {
+      laned = true;
       opts = *lanes;
       std::vector<UOp> split = kernel_ranges(apply_opts(ast, opts));
       outs.clear();
@@ -161,7 +185,8 @@ std::vector<Opt> heuristic_opts(const UOp& ast, const CodegenTarget& target, int
   }
 
   // Threads over one output loop when each core gets enough work: for a GEMM tile the loop
-  // over column tiles (each core keeps its panel of B in cache), else the outermost.
+  // over column tiles (each core keeps its panel of B in cache), for a dot product the loop the
+  // weight depends on, else the outermost.
   constexpr int64_t kMinWorkPerThread = 1 << 16;
   const int64_t threads_knob = knob_int(Knob::THREADS);
   const int64_t cores = max_threads > 0 ? max_threads
@@ -175,6 +200,13 @@ std::vector<Opt> heuristic_opts(const UOp& ast, const CodegenTarget& target, int
     if (tiled && vec != opts.rend())
       for (const UOp& r : outs)
         if (r.arg_as<RangeArg>().axis == vec->axis) outer = r;
+    if (laned) {  // dot products: the largest operand (the weight) is read once
+      const std::vector<int64_t> axes = largest_input_axes(ast);
+      for (const UOp& r : outs)
+        if (std::find(axes.begin(), axes.end(), r.arg_as<RangeArg>().axis) != axes.end() &&
+            extent(r) >= std::min(cores, extent(outer)))
+          outer = r;
+    }
     int64_t n = std::min({cores, extent(outer), work / kMinWorkPerThread});
     // Before a PACK: which loops are outside the packed rows depends on the threaded axis.
     auto pack = std::find_if(opts.begin(), opts.end(),

@@ -58,6 +58,8 @@ TEST_CASE("lane reduce: linear layers get lanes along k and copies of rows; equa
     CHECK(has(k.ks.src, "llvm.vector.reduce.fadd"));
     CHECK_FALSE(has(k.ks.src, "masked.gather"));
     if (M == 32) CHECK(has(k.ks.opts_desc, "UPCAST(0,"));  // rows share each weight vector
+    // Threads split the weight's rows (outermost), so each weight row is read once.
+    if (k.ks.cpu_threads > 1) CHECK(has(k.ks.opts_desc, "THREAD(1,"));
     for (int64_t cores : {1, 2, 3}) {
       std::vector<float> y(M * N);
       k.run({y.data(), x.data(), w.data()}, {}, cores);
