@@ -3,7 +3,6 @@
 #include <cblas.h>
 #include <fmt/format.h>
 
-#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -11,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/openblas_baseline.h"
 #include "codegen/codegen.h"
 #include "runtime/cpu_jit.h"
 #include "runtime/llvm_compile.h"
@@ -52,13 +52,7 @@ double best_seconds(F&& f, int reps) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // OpenBLAS picks its kernels from CPUID; on a virtual CPU it may fall back to its slowest core
-  // type. Rerun with the matching one so the baseline is fair.
-  if (!std::getenv("OPENBLAS_CORETYPE") && std::string(openblas_get_corename()) == "Prescott" &&
-      __builtin_cpu_supports("avx2")) {
-    setenv("OPENBLAS_CORETYPE", __builtin_cpu_supports("avx512f") ? "SkylakeX" : "Haswell", 1);
-    execv("/proc/self/exe", argv);
-  }
+  bench::use_native_openblas_kernels(argv);
   std::vector<int64_t> sizes{512, 1024, 2048};
   if (argc > 1) {
     sizes.clear();

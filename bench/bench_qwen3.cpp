@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bench/bench_util.h"
+#include "bench/openblas_baseline.h"
 #include "llm/model/demo_model.h"
 #include "llm/models/generate.h"
 #include "llm/quant/formats.h"
@@ -39,6 +40,7 @@ double openblas_gflops(int n) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  bench::use_native_openblas_kernels(argv);
   std::string type_name = argc > 1 ? argv[1] : "Q8_0";
   uint32_t layers = argc > 2 ? std::stoi(argv[2]) : 28;
   int64_t prompt_len = argc > 3 ? std::stoi(argv[3]) : 512;
@@ -91,7 +93,7 @@ int main(int argc, char** argv) {
   params += static_cast<double>(o.dim) * o.vocab_size;  // tied output projection (last token only)
   double prefill_gflops =
       2.0 * (params - static_cast<double>(o.dim) * o.vocab_size) * prefill_tps * 1e-9;
-  double blas = openblas_gflops(1024);
+  double blas = openblas_gflops(1024);  // with OpenBLAS's own threads (2)
   std::printf("model: %u layers, %s, %.1f MB of weights\n", layers, type_name.c_str(),
               weight_bytes * 1e-6);
   std::printf(
