@@ -1,11 +1,11 @@
 // Quantized linears on the generic path (a lazy dequantize expression fused into the matmul
-// kernel), Qwen3-0.6B shapes, Q8_0 and Q4_K. For each weight (out, in):
+// kernel), Qwen3-0.6B shapes, Q8_0 and Q4_K by default. For each weight (out, in):
 //   x (1, in):  matvec GB/s of weight bytes against the read bandwidth measured in this run
 //               (the decode roofline);
 //   x (32, in): matmul GFLOP/s against OpenBLAS sgemm of the same shape (fp32 weights) in this run
 //               (a prefill chunk).
 // Results are checked against OpenBLAS on the reference-dequantized weights.
-//   bench_qmatvec [Q8_0|Q4_K|all] [OUTxIN ...]
+//   bench_qmatvec [all|TYPE[,TYPE...]] [OUTxIN ...]   (TYPE: a ggml type name, e.g. Q6_K, IQ4_XS)
 #include <cblas.h>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "llm/quant/dequantize.h"
+#include "llm/quant/formats.h"
 #include "llm/quant/lazy_dequant.h"
 #include "llm/quant/quantize.h"
 #include "runtime/thread_pool.h"
@@ -93,6 +94,26 @@ Weight make_weight(GgmlType type, int64_t out, int64_t in, std::mt19937& rng) {
   return r;
 }
 
+// Comma-separated ggml type names that quantize and dequantize_lazy both support.
+std::vector<GgmlType> parse_types(const std::string& list) {
+  std::vector<GgmlType> types;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = std::min(list.find(',', start), list.size());
+    const std::string name = list.substr(start, end - start);
+    const QuantFormat* found = nullptr;
+    for (const QuantFormat& f : all_formats())
+      if (f.name == name) found = &f;
+    if (!found || !can_quantize(found->type) || !can_dequantize_lazy(found->type)) {
+      fmt::print(stderr, "bench_qmatvec: unsupported type '{}'\n", name);
+      std::exit(2);
+    }
+    types.push_back(found->type);
+    start = end + 1;
+  }
+  return types;
+}
+
 struct Run {
   double seconds;
   double max_err;  // max |y - y_blas| / max |y_blas|
@@ -144,8 +165,7 @@ int main(int argc, char** argv) {
     execv("/proc/self/exe", argv);
   }
   std::vector<GgmlType> types{GgmlType::Q8_0, GgmlType::Q4_K};
-  if (argc > 1 && std::string(argv[1]) != "all")
-    types = {std::string(argv[1]) == "Q4_K" ? GgmlType::Q4_K : GgmlType::Q8_0};
+  if (argc > 1 && std::string(argv[1]) != "all") types = parse_types(argv[1]);
   std::vector<std::pair<int64_t, int64_t>> shapes{
       {1024, 1024}, {3072, 1024}, {1024, 3072}, {151936, 1024}};
   if (argc > 2) {
@@ -161,7 +181,7 @@ int main(int argc, char** argv) {
   const double bw = read_bandwidth();
   fmt::print("quantized linear, {} threads, read bandwidth {:.2f} GB/s, OpenBLAS core {}\n", cores,
              bw, openblas_get_corename());
-  fmt::print("{:<5} {:>13} | {:>9} {:>9} {:>8} | {:>10} {:>10} {:>8} | {:>8}\n", "type", "out x in",
+  fmt::print("{:<6} {:>13} | {:>9} {:>9} {:>8} | {:>10} {:>10} {:>8} | {:>8}\n", "type", "out x in",
              "mv GB/s", "mv ms", "roofline", "mm GFLOP/s", "BLAS", "vs BLAS", "max err");
   std::mt19937 rng(1234);
   for (GgmlType type : types)
@@ -174,7 +194,7 @@ int main(int argc, char** argv) {
       const double flops = 2.0 * double(kPrefillRows * out * in);
       const double gf = flops / mm.seconds * 1e-9, gf_blas = flops / blas32 * 1e-9;
       fmt::print(
-          "{:<5} {:>13} | {:>9.2f} {:>9.3f} {:>7.1f}% | {:>10.2f} {:>10.2f} {:>7.1f}% | "
+          "{:<6} {:>13} | {:>9.2f} {:>9.3f} {:>7.1f}% | {:>10.2f} {:>10.2f} {:>7.1f}% | "
           "{:>8.1e}\n",
           format_of(type).name, fmt::format("{}x{}", out, in), gbs, mv.seconds * 1e3,
           100 * gbs / bw, gf, gf_blas, 100 * gf / gf_blas, std::max(mv.max_err, mm.max_err));

@@ -136,17 +136,40 @@ Tensor q5_k(const Blocks& b) {
   return d * (k_nibbles(b, q5_k::kQs) + high).cast(dtypes::float32) - dm;
 }
 
+// True in the upper half of axis `axis` of `dims`, false in the lower: a padded constant, no
+// buffer, so a per-element choice stays index math (a vector select) instead of a table load.
+Tensor upper_half(const std::vector<int64_t>& dims, size_t axis) {
+  std::vector<int64_t> half(dims.size(), 1);
+  std::vector<std::pair<int64_t, int64_t>> pads(dims.size(), {0, 0});
+  half[axis] = dims[axis] / 2;
+  pads[axis] = {dims[axis] / 2, 0};
+  return Tensor::full(half, true, dtypes::bool_).pad(pads).expand(dims);
+}
+
+// x in the lower half of `axis`, x >> shift in the upper half.
+Tensor shift_upper(const Tensor& x, size_t axis, int shift) {
+  return upper_half(x.dims(), axis).where(idiv(x, int64_t{1} << shift), x);
+}
+
 Tensor q6_k(const Blocks& b) {
-  // Per half h: ql[64h + l], ql[64h + l + 32] (nibbles) and qh[32h + l] (2-bit pairs) make the
-  // elements 128h + {l, l+32, l+64, l+96}.
-  Tensor ql = b.bytes(q6_k::kQl, 128).reshape({b.n(), 2, 2, 32});  // (half, lo/hi 32, l)
-  Tensor qh = b.bytes(q6_k::kQh, 64).reshape({b.n(), 2, 1, 32}).expand({b.n(), 2, 4, 32});
-  Tensor low = cat({ql & 15, idiv(ql, 16)}, 2);  // (half, 4 quarters, l): ql lo, ql+32 lo, hi, hi
-  Tensor pow4 = Tensor::from_vector<uint8_t>({1, 4, 16, 64}, {1, 1, 4, 1});
-  Tensor q = (low + (idiv(qh, pow4) & 3) * 16).cast(dtypes::int32) - q6_k::kOffset;
+  // Element 128h + 32(2qhi + qlo) + l (axes h, qhi, qlo, l) is 6 bits: the qhi-th nibble of
+  // ql[64h + 32qlo + l] and bits 2(2qhi + qlo).. of qh[32h + l]; each a single byte load whose
+  // offset is affine in l, so vector lanes along l read contiguous bytes.
+  const int64_t n = b.n();
+  const std::vector<int64_t> dims{n, 2, 2, 2, 32};
+  Tensor ql = b.bytes(q6_k::kQl, 128).reshape({n, 2, 1, 2, 32}).expand(dims);
+  Tensor qh = b.bytes(q6_k::kQh, 64).reshape({n, 2, 1, 1, 32}).expand(dims);
+  Tensor low = shift_upper(ql, 2, 4) & 15;
+  Tensor high = shift_upper(shift_upper(qh, 2, 4), 3, 2) & 3;
+  Tensor q = (low + high * 16).cast(dtypes::int32) - q6_k::kOffset;
+  // Sub-block of 16: scales[8h + 4qhi + 2qlo + l/16], a choice between two scalars per 32 (a
+  // load per lane group, not a gather).
   Tensor sc = b.bytes(q6_k::kScales, 16).bitcast(dtypes::int8).cast(dtypes::float32);
-  Tensor scale = b.f16(q6_k::kD) * sc;  // (n, 16): sub-block of 16 elements
-  return spread(scale, 16) * q.reshape({b.n(), kQK_K}).cast(dtypes::float32);
+  Tensor scale = (b.f16(q6_k::kD) * sc).reshape({n, 2, 2, 2, 2});
+  Tensor first = scale.shrink({{0, n}, {0, 2}, {0, 2}, {0, 2}, {0, 1}}).expand(dims);
+  Tensor second = scale.shrink({{0, n}, {0, 2}, {0, 2}, {0, 2}, {1, 2}}).expand(dims);
+  scale = upper_half(dims, 4).where(second, first);
+  return (scale * q.cast(dtypes::float32)).reshape({n, kQK_K});
 }
 
 Tensor iq4_xs(const Blocks& b) {

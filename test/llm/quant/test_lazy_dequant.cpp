@@ -120,8 +120,9 @@ TEST_CASE("quantized linears: the optimized kernel equals NOOPT for every lazy f
 
 TEST_CASE("quantized linears: Qwen3 shapes get vector lanes per block and equal NOOPT") {
   // Decode (1 row) and a prefill chunk (32 rows) against (out, in) weights with Qwen3-0.6B's in
-  // dims; out is small here (the opts depend on it only through divisibility).
-  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_K})
+  // dims; out is small here (the opts depend on it only through divisibility). Q6_K is the output
+  // weight (and some ffn_down) of Q4_K_M files.
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K})
     for (int64_t in : {1024, 3072})
       for (int64_t rows : {1, 32}) {
         const int64_t out = 16;
