@@ -173,16 +173,22 @@ Tensor q6_k(const Blocks& b) {
 }
 
 Tensor iq4_xs(const Blocks& b) {
-  // ls_j = low nibble j of scales_l | 2 bits j of scales_h << 4; y = d * (ls - 32) * table[q].
-  Tensor sl = b.bytes(iq4_xs::kScalesL, 4).reshape({b.n(), 4, 1});
-  Tensor lo = cat({sl & 15, idiv(sl, 16)}, 2).reshape({b.n(), 8});
-  Tensor sh = b.u16(iq4_xs::kScalesH).expand({b.n(), 8});
-  Tensor pow4 = Tensor::from_vector<uint16_t>({1, 4, 16, 64, 256, 1024, 4096, 16384}, {1, 8});
-  Tensor ls = lo.cast(dtypes::int32) + (idiv(sh, pow4) & 3).cast(dtypes::int32) * 16;
-  Tensor dl = b.f16(iq4_xs::kD) * (ls - iq4_xs::kScaleOffset).cast(dtypes::float32);
-  Tensor qs = b.bytes(iq4_xs::kQs, 128).reshape({b.n() * 8, 16});
-  Tensor q = lookup16(nibbles(qs), kIQ4NLValues).reshape({b.n(), kQK_K});
-  return spread(dl, 32) * q;
+  // ls_j = nibble j%2 of scales_l[j/2] | bits 2j.. of scales_h << 4, for j = 4j2 + 2j1 + j0:
+  // shifts chosen per bit of j (no cat, no division by a loaded divisor).
+  const int64_t n = b.n();
+  const std::vector<int64_t> sub{n, 2, 2, 2};  // (j2, j1, j0)
+  Tensor sl = b.bytes(iq4_xs::kScalesL, 4).reshape({n, 2, 2, 1}).expand(sub);
+  Tensor sh = b.u16(iq4_xs::kScalesH).reshape({n, 1, 1, 1}).expand(sub);
+  Tensor lo = shift_upper(sl, 3, 4) & 15;
+  Tensor hi = shift_upper(shift_upper(shift_upper(sh, 1, 8), 2, 4), 3, 2) & 3;
+  Tensor ls = lo.cast(dtypes::int32) + hi.cast(dtypes::int32) * 16;
+  Tensor dl =
+      b.f16(iq4_xs::kD).reshape({n, 1, 1, 1}) * (ls - iq4_xs::kScaleOffset).cast(dtypes::float32);
+  // Sub-block j, element 16hi + l: nibble hi of qs[16j + l] (one byte load, offset affine in l).
+  const std::vector<int64_t> dims{n, 8, 2, 16};
+  Tensor qs = b.bytes(iq4_xs::kQs, 128).reshape({n, 8, 1, 16}).expand(dims);
+  Tensor q = lookup16(shift_upper(qs, 2, 4) & 15, kIQ4NLValues);
+  return (dl.reshape({n, 8, 1, 1}).expand(dims) * q).reshape({n, kQK_K});
 }
 
 Tensor f16(const Blocks& b) { return b.u16(0).bitcast(dtypes::float16).cast(dtypes::float32); }
