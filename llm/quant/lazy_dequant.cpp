@@ -46,11 +46,19 @@ Tensor bits(const Tensor& x, int shift, int64_t mask) {
   return idiv(x, int64_t{1} << shift) & mask;
 }
 
-// table[q] for a 4-bit index tensor, as a chain of selects over the 16 levels.
+// table[q] for a 4-bit index tensor, as a tree of selects on the bits of q (bit 0 picks within
+// pairs of levels, bit 3 between halves): 15 selects and 4 bit tests, vectorizable, no gather.
 Tensor lookup16(const Tensor& q, const int8_t (&table)[16]) {
-  Tensor out = Tensor::scalar(static_cast<double>(table[15]), dtypes::float32);
-  for (int k = 14; k >= 0; --k) out = q.eq(k).where(static_cast<double>(table[k]), out);
-  return out;
+  std::vector<Tensor> level;
+  for (int8_t v : table) level.push_back(Tensor::scalar(static_cast<double>(v), dtypes::float32));
+  for (int bit = 0; bit < 4; ++bit) {
+    Tensor set = (q & (1 << bit)).ne(0);
+    std::vector<Tensor> next;
+    for (size_t k = 0; k + 1 < level.size(); k += 2)
+      next.push_back(set.where(level[k + 1], level[k]));
+    level = std::move(next);
+  }
+  return level[0];
 }
 
 // Per-element scale of a block broadcast over `per` consecutive elements: (n, k) -> (n, k*per).
