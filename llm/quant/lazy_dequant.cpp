@@ -114,6 +114,21 @@ Tensor mxfp4(const Blocks& b) {
   return lookup16(nibbles(b.bytes(mxfp4::kQs, kQK / 2)), kMXFP4Values) * d;
 }
 
+// True in the upper half of axis `axis` of `dims`, false in the lower: a padded constant, no
+// buffer, so a per-element choice stays index math (a vector select) instead of a table load.
+Tensor upper_half(const std::vector<int64_t>& dims, size_t axis) {
+  std::vector<int64_t> half(dims.size(), 1);
+  std::vector<std::pair<int64_t, int64_t>> pads(dims.size(), {0, 0});
+  half[axis] = dims[axis] / 2;
+  pads[axis] = {dims[axis] / 2, 0};
+  return Tensor::full(half, true, dtypes::bool_).pad(pads).expand(dims);
+}
+
+// x in the lower half of `axis`, x >> shift in the upper half.
+Tensor shift_upper(const Tensor& x, size_t axis, int shift) {
+  return upper_half(x.dims(), axis).where(idiv(x, int64_t{1} << shift), x);
+}
+
 // Q4_K/Q5_K: the 8 six-bit scales and mins as (n, 8) float32.
 std::pair<Tensor, Tensor> scales_mins_k4(const Blocks& b, size_t off) {
   Tensor lo_sc = b.bytes(off, 4), lo_m = b.bytes(off + 4, 4), hi = b.bytes(off + 8, 4);
@@ -137,26 +152,13 @@ Tensor q4_k(const Blocks& b) {
 Tensor q5_k(const Blocks& b) {
   auto [sc, m] = scales_mins_k4(b, q5_k::kScales);
   Tensor d = spread(b.f16(q5_k::kD) * sc, 32), dm = spread(b.f16(q5_k::kDmin) * m, 32);
-  // Sub-block j takes bit j of qh[l]: (n, 8 sub-blocks, 32).
-  Tensor qh = b.bytes(q5_k::kQh, 32).reshape({b.n(), 1, 32}).expand({b.n(), 8, 32});
-  Tensor pow2 = Tensor::from_vector<uint8_t>({1, 2, 4, 8, 16, 32, 64, 128}, {1, 8, 1});
-  Tensor high = (qh & pow2).ne(0).cast(dtypes::uint8).reshape({b.n(), kQK_K}) * 16;
+  // Sub-block j = 4j2 + 2j1 + j0 takes bit j of qh[l]: shifts chosen per bit of j, constants
+  // once the sub-block is known (no table load).
+  const std::vector<int64_t> dims{b.n(), 2, 2, 2, 32};
+  Tensor qh = b.bytes(q5_k::kQh, 32).reshape({b.n(), 1, 1, 1, 32}).expand(dims);
+  Tensor bit = shift_upper(shift_upper(shift_upper(qh, 1, 4), 2, 2), 3, 1) & 1;
+  Tensor high = bit.reshape({b.n(), kQK_K}) * 16;
   return d * (k_nibbles(b, q5_k::kQs) + high).cast(dtypes::float32) - dm;
-}
-
-// True in the upper half of axis `axis` of `dims`, false in the lower: a padded constant, no
-// buffer, so a per-element choice stays index math (a vector select) instead of a table load.
-Tensor upper_half(const std::vector<int64_t>& dims, size_t axis) {
-  std::vector<int64_t> half(dims.size(), 1);
-  std::vector<std::pair<int64_t, int64_t>> pads(dims.size(), {0, 0});
-  half[axis] = dims[axis] / 2;
-  pads[axis] = {dims[axis] / 2, 0};
-  return Tensor::full(half, true, dtypes::bool_).pad(pads).expand(dims);
-}
-
-// x in the lower half of `axis`, x >> shift in the upper half.
-Tensor shift_upper(const Tensor& x, size_t axis, int shift) {
-  return upper_half(x.dims(), axis).where(idiv(x, int64_t{1} << shift), x);
 }
 
 Tensor q6_k(const Blocks& b) {
