@@ -24,7 +24,13 @@ std::vector<std::pair<std::string, int64_t>> Chunk::var_vals(int64_t start_pos, 
 Tensor load_weight(const GgufTensor& t, const std::string& device,
                    const std::shared_ptr<const void>& owner) {
   std::vector<int64_t> shape(t.dims.rbegin(), t.dims.rend());  // ggml lists innermost first
-  // Plain float types are tensors of their own dtype: no byte reassembly in every kernel.
+  // Plain float types are tensors of their own dtype: no byte reassembly in every kernel. BF16
+  // is the high half of an f32 (a uint16 load, widened and bitcast).
+  if (t.type == GgmlType::BF16)
+    return (Tensor::from_host_memory(std::as_bytes(t.data), shape, dtypes::uint16, device, owner)
+                .cast(dtypes::uint32) *
+            65536)
+        .bitcast(dtypes::float32);
   if (t.type == GgmlType::F32 || t.type == GgmlType::F16)
     return Tensor::from_host_memory(std::as_bytes(t.data), shape,
                                     t.type == GgmlType::F32 ? dtypes::float32 : dtypes::float16,

@@ -62,6 +62,7 @@ TEST_CASE("Qwen3 F16, untied output") { check_against_reference(GgmlType::F16, f
 TEST_CASE("Qwen3 Q8_0") { check_against_reference(GgmlType::Q8_0, true, 5e-3); }
 TEST_CASE("Qwen3 Q4_K") { check_against_reference(GgmlType::Q4_K, true, 5e-3); }
 TEST_CASE("Qwen3 IQ4_XS") { check_against_reference(GgmlType::IQ4_XS, true, 5e-3); }
+TEST_CASE("Qwen3 BF16") { check_against_reference(GgmlType::BF16, false, 5e-3); }
 
 // qwen3moe: qwen3 attention with the MoE FFN, against the hybrid reference (which reads qwen3moe).
 TEST_CASE("Qwen3 MoE logits agree with the reference at every position") {
