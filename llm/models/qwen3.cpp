@@ -25,7 +25,7 @@ Tensor Qwen3Model::attention(Layer& l, const Tensor& h, const Tensor& cos, const
       rms_norm(h.linear(l.wq).contiguous().reshape({n, heads, hd}), l.q_norm, config_.rms_eps);
   Tensor k =
       rms_norm(h.linear(l.wk).contiguous().reshape({n, kv_heads, hd}), l.k_norm, config_.rms_eps);
-  Tensor v = h.linear(l.wv).reshape({n, kv_heads, hd});
+  Tensor v = h.linear(l.wv).contiguous().reshape({n, kv_heads, hd});
   Tensor out = l.cache.attend(rope(q, cos, sin), rope(k, cos, sin), v, chunk, var_vals_);
   return out.linear(l.wo);
 }

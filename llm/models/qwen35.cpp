@@ -204,7 +204,7 @@ Tensor Qwen35Model::attention(Attention& l, const Tensor& h, const Tensor& cos, 
   Tensor gate = qg.shrink({{0, n}, {0, heads}, {hd, 2 * hd}}).reshape({n, heads * hd});
   Tensor k =
       rms_norm(h.linear(l.wk).contiguous().reshape({n, kv_heads, hd}), l.k_norm, config_.rms_eps);
-  Tensor v = h.linear(l.wv).reshape({n, kv_heads, hd});
+  Tensor v = h.linear(l.wv).contiguous().reshape({n, kv_heads, hd});
   Tensor out = l.cache.attend(rope(q, cos, sin), rope(k, cos, sin), v, chunk, var_vals_);
   // Materialized: fused into the projection the gate would be recomputed once per output column.
   return (out * gate.sigmoid()).contiguous().linear(l.wo);
