@@ -115,7 +115,8 @@ Tensor KvCache::attend(const Tensor& q, const Tensor& k, const Tensor& v, const 
           .reshape_to({dim(1), sp + n});
   Tensor mask = key_pos.le(query_pos).where(0.0, -INFINITY);             // (n, L)
   Tensor out = (scores + mask).softmax(-1).matmul(values.unsqueeze(1));  // (kvh, group, n, hd)
-  return out.permute({2, 0, 1, 3}).reshape({n, heads * hd});
+  // Materialized: a consumer fused in (the qwen35 output gate) would cost the matmul its opts.
+  return out.permute({2, 0, 1, 3}).contiguous().reshape({n, heads * hd});
 }
 
 Tensor embed_rows(const GgufTensor& table, std::span<const int32_t> tokens, int64_t rows,
