@@ -40,6 +40,23 @@ bool gated_per_iteration(const UOp& expanded, int64_t axis) {
   return false;
 }
 
+// Divisions and remainders that change every iteration of the reduce loop `axis`, per lane group:
+// a quant block's sub-block index math, which folds to constants once the groups of one
+// iteration span the block (lanes x groups = block size).
+double divmods_per_group(const UOp& expanded, int64_t axis, int64_t groups) {
+  const RangeMap open = open_ranges(expanded);
+  int64_t n = 0;
+  for (const UOp& u : expanded.toposort()) {
+    if (u.op() != Op::IDIV && u.op() != Op::MOD) continue;
+    for (const UOp& r : open.at(u))
+      if (r.arg_as<RangeArg>().axis == axis) {
+        ++n;
+        break;
+      }
+  }
+  return double(n) / double(groups);
+}
+
 // Work per reduce step for each output axis: nodes of the reduced values (loads and arithmetic,
 // not index math) that depend on the reduce axis, with the output axes each depends on.
 struct Work {
@@ -141,7 +158,11 @@ std::optional<std::vector<Opt>> lane_reduce_opts(const UOp& ast, const CodegenTa
     bool all = true;
     for (const UOp& k : ranges) {
       const int64_t extent = k.src(0).const_int(), axis = k.arg_as<RangeArg>().axis;
+      // Among ungated group counts, the fewest divisions per group (ties: fewer groups); with
+      // every count gated, the fewest groups that keep the lanes.
       std::optional<std::vector<Opt>> chosen;
+      bool chosen_ungated = false;
+      double chosen_divmods = 0;
       for (int64_t groups : kGroupCandidates) {
         if (extent % lanes != 0 || extent < 2 * lanes || (extent / lanes) % groups != 0) continue;
         std::vector<Opt> trial{{OptType::Unroll, axis, lanes}};
@@ -149,9 +170,12 @@ std::optional<std::vector<Opt>> lane_reduce_opts(const UOp& ast, const CodegenTa
         const UOp expanded = expand_ranges(apply_opts(ast, trial), true);
         if (!has_lane_axis(expanded)) continue;
         if (!chosen) chosen = trial;
-        if (!gated_per_iteration(expanded, axis)) {
+        if (gated_per_iteration(expanded, axis)) continue;
+        const double divmods = divmods_per_group(expanded, axis, groups);
+        if (!chosen_ungated || divmods < chosen_divmods) {
           chosen = trial;
-          break;
+          chosen_ungated = true;
+          chosen_divmods = divmods;
         }
       }
       if (!chosen) {

@@ -5,9 +5,11 @@
 //                 expand.h): vector loads, a vector accumulator summed once after the loop. L is
 //                 the widest of 32, 16, 8 for which the loads stay contiguous (for a quantized
 //                 weight: one block).
-//   UNROLL(k, u)  u lane groups per iteration, the fewest (1, 2, 4, 8) for which the lanes are kept
-//                 and, if possible, no load is gated per iteration: block-level index math (a
-//                 super-block's sub-block scales, low or high nibbles) folds to constants.
+//   UNROLL(k, u)  u lane groups per iteration (1, 2, 4, 8) for which the lanes are kept and, if
+//                 possible, no load is gated per iteration; of those, the fewest divisions and
+//                 remainders along k per group (ties: fewer groups): block-level index math (a
+//                 super-block's sub-block scales, low or high nibbles) folds to constants once
+//                 lanes x groups spans the block.
 //   UPCAST(a, n)  output axes become copies, greedily, while the accumulators fit in half the
 //                 vector registers: work that does not depend on an axis (a dequantized weight
 //                 for the rows of x, a row of x for the outputs) is done once for its copies.

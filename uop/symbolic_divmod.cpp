@@ -1,6 +1,10 @@
 // pm_divmod: folding of integer division and remainder, for C-truncating IDIV/MOD. A rule that is
 // only valid for non-negative dividends (where truncation equals flooring) checks vmin first.
 #include "uop/symbolic.h"
+
+#include <algorithm>
+#include <functional>
+
 #include "uop/symbolic_impl.h"
 
 namespace ugrad {
@@ -10,6 +14,7 @@ using namespace sym;
 using R = std::optional<UOp>;
 
 bool exact_scalar(DType t) { return exact_int(t); }
+bool is_mod_root(const Match& m) { return m.root().op() == Op::MOD; }
 
 // x // c and x % c for a constant c > 0, by the first of these that applies:
 //   quotient constant over the range of x;  common factor of every coefficient and c;
@@ -89,6 +94,49 @@ R fold_divmod_const(const UOp& x, int64_t c, bool is_mod) {
   return std::nullopt;
 }
 
+// x = h*y + s with h | c, 1 < h < c and 0 <= s < h over the ranges, x >= 0 (so y >= 0):
+//   x // c -> y // (c/h);  x % c -> (y % (c/h))*h + s
+// Floor division by h*d is floor division by h, then by d: floor((h*y + s)/h) = y for 0 <= s < h.
+// y is the sum of the terms whose coefficients h divides (h = gcd(c, one term's coefficient)),
+// over h, plus floor(k/h); s is the other terms plus k mod h, or plus k when that fits instead.
+// Terminates: the divisor shrinks. E.g. (128*a + 16*b + r) // 256 -> a // 2 for b < 8, r < 16.
+R fold_divmod_split(const Match& m) {
+  const UOp& x = m["x"];
+  const int64_t c = m["c"].const_int();
+  const DType t = x.dtype();
+  if (c <= 1 || x.vmin() < 0) return std::nullopt;
+  // x computed without wrapping, as in fold_divmod_const (a wrapped value spans the dtype)
+  if (t.scalar != Scalar::Index && x.vmin() <= dtype_min(t) && x.vmax() >= dtype_max(t))
+    return std::nullopt;
+  std::optional<Affine> a = decompose(x);
+  if (!a || a->terms.size() < 2) return std::nullopt;
+  // Candidate h, largest first: the more of x goes to y, the more the quotient folds.
+  std::vector<int64_t> hs;
+  for (const Term& term : a->terms)
+    if (int64_t h = gcd(c, term.coeff); h > 1 && h < c) hs.push_back(h);
+  std::sort(hs.begin(), hs.end(), std::greater<>());
+  hs.erase(std::unique(hs.begin(), hs.end()), hs.end());
+  for (int64_t h : hs) {
+    Affine y, s;
+    for (const Term& term : a->terms) {
+      if (term.coeff % h == 0)
+        y.terms.push_back({term.base, term.coeff / h});
+      else
+        s.terms.push_back(term);
+    }
+    if (s.terms.empty()) continue;  // every coefficient: the common-factor rule's case
+    for (int64_t k_in_y : {floordiv(a->constant, h), int64_t(0)}) {
+      y.constant = k_in_y;
+      s.constant = a->constant - k_in_y * h;
+      UOp rest = rebuild(s, t);
+      if (rest.vmin() < 0 || rest.vmax() >= h) continue;
+      UOp yy = rebuild(y, t), d = iconst(t, c / h);
+      return is_mod_root(m) ? (yy % d) * iconst(t, h) + rest : yy.idiv(d);
+    }
+  }
+  return std::nullopt;
+}
+
 R fold_divmod(const Match& m) {
   const UOp &x = m["x"], &cu = m["c"];
   bool is_mod = m.root().op() == Op::MOD;
@@ -143,6 +191,8 @@ const PatternMatcher& pm_divmod() {
          }},
         // x // c, x % c for constant c: see fold_divmod_const
         {UPat::ops({Op::IDIV, Op::MOD}, {ix, cpos}), fold_divmod},
+        // x // c, x % c for x = h*y + s, h | c, 0 <= s < h: see fold_divmod_split
+        {UPat::ops({Op::IDIV, Op::MOD}, {ix, cpos}), fold_divmod_split},
     });
   }();
   return pm;

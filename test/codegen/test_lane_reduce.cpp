@@ -131,6 +131,30 @@ TEST_CASE("lane reduce: a load gated once per lane group is one masked vector lo
   check_close(got, want, 1e-5);
 }
 
+TEST_CASE("lane reduce: lane groups span a block when its index math then folds to constants") {
+  // out[i] = sum_k a[i*K + k] * s[(k % 256) // 32]: a scale per 32 elements of a 256 block (as
+  // Q6_K's sub-block scales). One group of 32 lanes is ungated but divides per group (k' % 8);
+  // eight groups span the block and the scale index of each is a constant.
+  const int64_t R = 4, K = 1024, kBlock = 256, kSub = 32;
+  UOp out = buf(0, dtypes::float32, R), a = buf(1, dtypes::float32, R * K),
+      s = buf(2, dtypes::float32, kBlock / kSub);
+  UOp i = UOp::range(R, 0), k = UOp::range(K, 1, AxisType::Reduce);
+  UOp ast = sink(
+      {store(out, i, reduce(load(a, i * K + k) * load(s, (k % kBlock).idiv(kSub)), Op::ADD, {k}))});
+  std::vector<float> va = randf(R * K, 46), vs = randf(kBlock / kSub, 47), want(R, 0), got(R);
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t c = 0; c < K; ++c) want[r] += va[r * K + c] * vs[(c % kBlock) / kSub];
+  Kernel h = compile(ast);
+  CAPTURE(h.ks.opts_desc);
+  CHECK(has_unroll(h.ks.opts, 1, 32));
+  CHECK(has_unroll(h.ks.opts, 1, 8));
+  h.run({got.data(), va.data(), vs.data()});
+  check_close(got, want, 1e-5);
+  Kernel one = compile(ast, {.opts = std::vector<Opt>{{OptType::Unroll, 1, 32}}});
+  one.run({got.data(), va.data(), vs.data()});
+  check_close(got, want, 1e-5);
+}
+
 TEST_CASE("lane reduce: an unroll along strided loads stays copies; column sums are not lanes") {
   // out[j] = sum_i a[i*C + j]: the reduce axis strides through a
   const int64_t R = 64, C = 48;

@@ -146,3 +146,29 @@ TEST_CASE("rewriting terminates on large graphs") {
   for (int i = 0; i < 2000; ++i) d = (d + 1) % (1 << 20);
   CHECK(simplify(d).toposort().size() < 2000 * 3);
 }
+
+// x = h*y + s, h | c, 0 <= s < h: x // c -> y // (c/h), x % c -> (y % (c/h))*h + s (pm_divmod).
+// IQ4_XS: the half-block index (128*k + 16*j + r) // 256 of a lane r of lane group j.
+TEST_CASE("div/mod of a sum split at a factor of the divisor") {
+  UOp k = UOp::range(24, 0), j = UOp::range(8, 1), r = UOp::range(16, 2);
+  UOp x = UOp::variable("x", 1, 100), n = UOp::variable("n", -10, 10);
+  UOp j9 = UOp::variable("j9", 0, 8), w = UOp::variable("w", 0, 16);
+  UOp sum = k * 128 + j * 16 + r;
+  CHECK(simplify(sum.idiv(256)).render() == "(r0//2)");
+  CHECK(simplify(sum % 256).render() == "((((r0%2)*128)+(r1*16))+r2)");
+  // the constant's multiple of h joins y: 130 = 128 + 2
+  CHECK(simplify((k * 128 + r + 130).idiv(256)).render() == "((r0+1)//2)");
+  CHECK(simplify((k * 128 + r + 130) % 256).render() == "(((((r0+1)%2)*128)+r2)+2)");
+  CHECK(simplify((k * 16 + r).idiv(32)).render() == "(r0//2)");
+  CHECK(simplify((k * 16 + r) % 32).render() == "(((r0%2)*16)+r2)");
+  // s can reach 128 but not 16: the smaller factor
+  CHECK(simplify((k * 128 + j9 * 16 + r).idiv(256)).render() == "(((r0*8)+j9)//16)");
+  // must not fire: s may be negative, no factor of c > 1, s can reach h
+  CHECK(simplify((x * 128 + n).idiv(256)).render() == "(((x*128)+n)//256)");
+  CHECK(simplify((x * 128 + n) % 256).render() == "(((x*128)+n)%256)");
+  CHECK(simplify((x * 3 + j).idiv(8)).render() == "(((x*3)+r1)//8)");
+  CHECK(simplify((x * 16 + w).idiv(64)).render() == "(((x*16)+w)//64)");
+  CHECK(simplify((x * 16 + w) % 64).render() == "(((x*16)+w)%64)");
+  // a negative dividend (truncating division): left alone
+  CHECK(simplify((n * 16 + r).idiv(32)).render() == "(((n*16)+r2)//32)");
+}

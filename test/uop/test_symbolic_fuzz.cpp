@@ -149,7 +149,7 @@ class Generator {
       if (pick(0, 4) == 0) return cnst(-8, 8);
       return leaf();
     }
-    const int64_t kind = pick(0, 11);
+    const int64_t kind = pick(0, 12);
     UOp a = expr(depth - 1);
     switch (kind) {
       case 0:
@@ -184,6 +184,13 @@ class Generator {
         UOp hi = a.idiv(c);
         if (pick(0, 1)) hi = hi % cnst(1, 5);
         return a % c + hi * c.const_int() * (pick(0, 3) ? 1 : 2);
+      }
+      case 11: {  // h*m*a + s by h*d, s often in [0, h): x // c -> y // (c/h), x % c -> ...
+        const int64_t h = pick(2, 8), mul = pick(1, 3), d = pick(1, 4);
+        UOp s = leaf();
+        if (pick(0, 1)) s = s + cnst(-2, 4);
+        UOp x = a * (h * mul) + s;
+        return pick(0, 1) ? x.idiv(h * d) : x % (h * d);
       }
       default:
         return -a;
