@@ -121,8 +121,9 @@ TEST_CASE("quantized linears: the optimized kernel equals NOOPT for every lazy f
 TEST_CASE("quantized linears: Qwen3 shapes get vector lanes per block and equal NOOPT") {
   // Decode (1 row) and a prefill chunk (32 rows) against (out, in) weights with Qwen3-0.6B's in
   // dims; out is small here (the opts depend on it only through divisibility). Q6_K is the output
-  // weight (and some ffn_down) of Q4_K_M files.
-  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K})
+  // weight (and some ffn_down) of Q4_K_M files. IQ4_XS's two nibbles of a byte sit 16 elements
+  // apart: 16 lanes.
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::IQ4_XS})
     for (int64_t in : {1024, 3072})
       for (int64_t rows : {1, 32}) {
         const int64_t out = 16;
@@ -147,8 +148,9 @@ TEST_CASE("quantized linears: Qwen3 shapes get vector lanes per block and equal 
           LinearRun opt = run_linear(type, bytes, x, rows, out, in, 0, cores);
           CAPTURE(opt.ks.opts_desc);
           // One block (32 elements) of lanes; rows share each dequantized vector.
+          const std::string lanes = type == GgmlType::IQ4_XS ? "v16f32" : "v32f32";
           CHECK(opt.ks.opts_desc.find("UNROLL(") != std::string::npos);
-          CHECK(opt.ks.src.find("llvm.vector.reduce.fadd.v32f32") != std::string::npos);
+          CHECK(opt.ks.src.find("llvm.vector.reduce.fadd." + lanes) != std::string::npos);
           CHECK(opt.ks.src.find("masked.gather") == std::string::npos);
           CHECK(opt.ks.src.find("masked.load") == std::string::npos);
           if (rows == 32) CHECK(opt.ks.opts_desc.find("UPCAST(0,") != std::string::npos);
