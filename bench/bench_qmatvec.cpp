@@ -8,7 +8,6 @@
 //   bench_qmatvec [all|TYPE[,TYPE...]] [OUTxIN ...]   (TYPE: a ggml type name, e.g. Q6_K, IQ4_XS)
 #include <cblas.h>
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -20,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/openblas_baseline.h"
 #include "llm/quant/dequantize.h"
 #include "llm/quant/formats.h"
 #include "llm/quant/lazy_dequant.h"
@@ -157,13 +157,7 @@ Run time_linear(const Weight& w, int64_t rows, int64_t out, int64_t in, std::mt1
 }  // namespace
 
 int main(int argc, char** argv) {
-  // OpenBLAS picks its kernels from CPUID; on a virtual CPU it may fall back to its slowest core
-  // type. Rerun with the matching one so the baseline is fair.
-  if (!std::getenv("OPENBLAS_CORETYPE") && std::string(openblas_get_corename()) == "Prescott" &&
-      __builtin_cpu_supports("avx2")) {
-    setenv("OPENBLAS_CORETYPE", __builtin_cpu_supports("avx512f") ? "SkylakeX" : "Haswell", 1);
-    execv("/proc/self/exe", argv);
-  }
+  bench::use_native_openblas_kernels(argv);
   std::vector<GgmlType> types{GgmlType::Q8_0, GgmlType::Q4_K};
   if (argc > 1 && std::string(argv[1]) != "all") types = parse_types(argv[1]);
   std::vector<std::pair<int64_t, int64_t>> shapes{
