@@ -113,10 +113,11 @@ Tensor KvCache::attend(const Tensor& q, const Tensor& k, const Tensor& v, const 
       Tensor::arange(max_context_ + LanguageModel::kMaxChunk - 1, dtypes::int32, device_)
           .shrink_to({{dim(0), sp + n}})
           .reshape_to({dim(1), sp + n});
-  Tensor mask = key_pos.le(query_pos).where(0.0, -INFINITY);             // (n, L)
-  Tensor out = (scores + mask).softmax(-1).matmul(values.unsqueeze(1));  // (kvh, group, n, hd)
-  // Materialized: a consumer fused in (the qwen35 output gate) would cost the matmul its opts.
-  return out.permute({2, 0, 1, 3}).contiguous().reshape({n, heads * hd});
+  Tensor mask = key_pos.le(query_pos).where(0.0, -INFINITY);  // (n, L)
+  // Materialized in its own layout: a consumer fused in (the qwen35 output gate) would cost the
+  // matmul its opts, and so would writing it transposed.
+  Tensor out = (scores + mask).softmax(-1).matmul(values.unsqueeze(1)).contiguous();
+  return out.permute({2, 0, 1, 3}).reshape({n, heads * hd});  // (kvh, group, n, hd) -> (n, ...)
 }
 
 Tensor embed_rows(const GgufTensor& table, std::span<const int32_t> tokens, int64_t rows,
