@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "codegen/codegen.h"
+#include "codegen/gather_load.h"
 #include "runtime/device.h"
 #include "runtime/jit.h"
 #include "schedule/schedule.h"
@@ -54,8 +55,10 @@ std::shared_ptr<Program> program_for(Device& device, const UOp& ast) {
   return p;
 }
 
-// Rough work estimates for DEBUG=2: flops = ALU ops times the iterations enclosing them.
-double estimate_flops(const UOp& ast) {
+// Rough work estimates for DEBUG=2: flops = ALU ops times the iterations enclosing them, counted
+// after gathers became loads (as the kernel runs them).
+double estimate_flops(const UOp& kernel) {
+  const UOp ast = gather_loads(kernel);
   auto value_of = [&](const UOp& end) -> double {
     if (end.is_const()) return static_cast<double>(end.const_int());
     return static_cast<double>(end.vmax());  // symbolic: the upper bound
