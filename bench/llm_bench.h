@@ -1,0 +1,75 @@
+// What the model benchmarks share: a demo model of a given shape written to a temporary GGUF, and
+// a timed generate() (warm-up first, so compiles are not timed) on a prompt with no prefix reuse.
+#pragma once
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "bench/bench_util.h"
+#include "llm/model/demo_model.h"
+#include "llm/models/generate.h"
+
+namespace ugrad::bench {
+
+/// The model benchmarks' arguments: [Q8_0|Q4_K] [layers] [prompt tokens] [decode tokens].
+struct LlmBenchArgs {
+  std::string type_name = "Q8_0";
+  llm::GgmlType type = llm::GgmlType::Q8_0;
+  uint32_t layers;
+  int64_t prompt_len, decode_len;
+};
+inline LlmBenchArgs parse_llm_bench_args(int argc, char** argv, uint32_t layers,
+                                         int64_t prompt_len) {
+  LlmBenchArgs a{"Q8_0", llm::GgmlType::Q8_0, layers, prompt_len, 32};
+  if (argc > 1) a.type_name = argv[1];
+  if (a.type_name == "Q4_K") a.type = llm::GgmlType::Q4_K;
+  if (argc > 2) a.layers = static_cast<uint32_t>(std::stoi(argv[2]));
+  if (argc > 3) a.prompt_len = std::stoi(argv[3]);
+  if (argc > 4) a.decode_len = std::stoi(argv[4]);
+  return a;
+}
+
+/// A demo model written to a temporary file, removed with this object.
+struct TempModel {
+  std::string path;
+  TempModel(const std::string& name, const llm::DemoModelOptions& o)
+      : path((std::filesystem::temp_directory_path() / (name + ".gguf")).string()) {
+    auto t0 = clock_type::now();
+    llm::write_demo_model(path, o);
+    std::printf("wrote %s in %.1f s\n", path.c_str(), seconds(t0));
+  }
+  ~TempModel() { std::filesystem::remove(path); }
+};
+
+/// Bytes of every tensor of the file: what one decode step reads (the tied embedding table is
+/// read as the output projection; the embedding rows themselves are a few KB).
+inline double weight_bytes(const llm::GgufFile& file) {
+  double b = 0;
+  for (const llm::GgufTensor& t : file.tensors()) b += static_cast<double>(t.nbytes);
+  return b;
+}
+
+struct GenerateRun {
+  double warmup_seconds, prefill_tps, decode_tps;
+  size_t decoded;
+};
+/// Warms the model's graphs up, then generates `decode_len` tokens after a `prompt_len` prompt.
+inline GenerateRun timed_generate(llm::LanguageModel& model, int64_t prompt_len,
+                                  int64_t decode_len) {
+  llm::Generator gen(model);
+  std::vector<int32_t> prompt(prompt_len);
+  for (int64_t i = 0; i < prompt_len; ++i) prompt[i] = static_cast<int32_t>((i * 7919) % 150000);
+  GenerateRun run{};
+  run.warmup_seconds = gen.warm_up();
+  llm::GenerateOptions g;
+  g.max_tokens = decode_len;
+  llm::GenerateResult r = gen.generate(prompt, g);
+  run.prefill_tps = static_cast<double>(prompt_len) / r.prefill_seconds;
+  run.decoded = r.tokens.size();
+  run.decode_tps = static_cast<double>(r.tokens.size() - 1) / r.decode_seconds;
+  return run;
+}
+
+}  // namespace ugrad::bench
