@@ -13,6 +13,7 @@
 #include "kernel_harness.h"
 #include "runtime/amd_kernargs.h"
 #include "runtime/hip_device.h"
+#include "test/mockgpu/mock_device.h"
 #include "uop/env.h"
 #include "uop/float16.h"
 
@@ -21,26 +22,7 @@ using namespace ugrad::test;
 
 namespace {
 
-struct Mock {
-  ScopedKnob lib{Knob::HIP_LIB, UGRAD_MOCKHIP_LIB};
-  std::unique_ptr<HipDevice> dev = HipDevice::open(0);
-  std::vector<void*> buffers;
-  ~Mock() {
-    for (void* p : buffers) dev->release(p);
-  }
-  template <typename T>
-  uint64_t upload(const std::vector<T>& v) {
-    void* p = dev->allocate(std::max<size_t>(1, v.size() * sizeof(T)));
-    dev->copy_to_device(p, v.data(), v.size() * sizeof(T));
-    buffers.push_back(p);
-    return reinterpret_cast<uint64_t>(p);
-  }
-  template <typename T>
-  std::vector<T> download(uint64_t p, size_t n) {
-    std::vector<T> v(n);
-    dev->copy_to_host(v.data(), reinterpret_cast<void*>(p), n * sizeof(T));
-    return v;
-  }
+struct Mock : test::MockDevice {
   /// Compiles `ast` for gfx1100 and launches it with the sizes codegen chose.
   GpuKernel run(const UOp& ast, std::vector<uint64_t> bufs, std::vector<int64_t> vars = {},
                 const CodegenOptions& opts = {}) {

@@ -12,6 +12,7 @@
 #include "runtime/amd_kernargs.h"
 #include "runtime/hip_device.h"
 #include "runtime/llvm_target.h"
+#include "test/mockgpu/mock_device.h"
 #include "test/runtime/test_llvm_kernels.h"
 #include "uop/env.h"
 #include "uop/error.h"
@@ -22,28 +23,8 @@ namespace tk = ugrad::test_kernels;
 
 namespace {
 
-// A device on libmockhip.so, and helpers to move vectors in and out.
-struct Mock {
-  ScopedKnob lib{Knob::HIP_LIB, UGRAD_MOCKHIP_LIB};
-  std::unique_ptr<HipDevice> dev = HipDevice::open(0);
-  std::vector<void*> buffers;
-
-  ~Mock() {
-    for (void* p : buffers) dev->release(p);
-  }
-  template <typename T>
-  uint64_t upload(const std::vector<T>& v) {
-    void* p = dev->allocate(v.size() * sizeof(T));
-    dev->copy_to_device(p, v.data(), v.size() * sizeof(T));
-    buffers.push_back(p);
-    return reinterpret_cast<uint64_t>(p);
-  }
-  template <typename T>
-  std::vector<T> download(uint64_t p, size_t n) {
-    std::vector<T> v(n);
-    dev->copy_to_host(v.data(), reinterpret_cast<void*>(p), n * sizeof(T));
-    return v;
-  }
+// The emulated device, which also compiles LLVM IR for gfx1100 and launches it.
+struct Mock : test::MockDevice {
   struct Loaded {
     AmdBinary bin;
     std::unique_ptr<HipModule> module;
