@@ -1,5 +1,6 @@
 #include "test/llm/model/model_test_util.h"
 
+#include <doctest/doctest.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -7,6 +8,7 @@
 #include <filesystem>
 
 #include "llm/gguf/writer.h"
+#include "llm/model/config.h"
 #include "uop/error.h"
 
 namespace ugrad::llm::test {
@@ -151,6 +153,24 @@ ToyModel toy_qwen35(const ToyQwen35Shape& s) {
     m.tensors.push_back({name("ffn_down"), {s.ffn_dim, dim}});
   }
   return m;
+}
+
+void load_config_and_weights(const ToyModel& m) {
+  const GgufFile f = m.build();
+  const ModelConfig c = ModelConfig::from_gguf(f);
+  ModelWeights::from_gguf(f, c);
+}
+
+void check_error_cases(const ToyModel& base, const std::vector<ErrorCase>& cases) {
+  for (const ErrorCase& c : cases) {
+    INFO(std::string(c.what));
+    ToyModel m = base;
+    c.edit(m);
+    const std::string message = error_of([&] { load_config_and_weights(m); });
+    CAPTURE(message);
+    REQUIRE_FALSE(message.empty());
+    for (const std::string& part : c.expected) CHECK(message.find(part) != std::string::npos);
+  }
 }
 
 std::string error_of(const std::function<void()>& fn) {

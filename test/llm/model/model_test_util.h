@@ -53,6 +53,18 @@ struct ToyQwen35Shape {
 /// attention iff (i + 1) % interval == 0.
 ToyModel toy_qwen35(const ToyQwen35Shape& shape = {});
 
+/// Reads the config and the weights index of the toy the way a model does (Errors propagate).
+void load_config_and_weights(const ToyModel& m);
+
+/// One way to break a consistent toy, and the substrings its Error message must contain.
+struct ErrorCase {
+  const char* what;
+  std::function<void(ToyModel&)> edit;
+  std::vector<std::string> expected;
+};
+/// Applies each case to a copy of `base` and checks that loading fails naming what it expects.
+void check_error_cases(const ToyModel& base, const std::vector<ErrorCase>& cases);
+
 /// The message of the Error `fn` throws, or "" if it throws nothing.
 std::string error_of(const std::function<void()>& fn);
 
