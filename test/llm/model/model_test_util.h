@@ -1,6 +1,7 @@
 // Helpers for test_llm_model: a hand-built Qwen3 GGUF whose metadata and tensor list each test
 // can edit before building it, temporary files, and error capture.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -64,6 +65,32 @@ struct ErrorCase {
 };
 /// Applies each case to a copy of `base` and checks that loading fails naming what it expects.
 void check_error_cases(const ToyModel& base, const std::vector<ErrorCase>& cases);
+
+/// The formulas the hand checks of the reference forwards need, over a toy's F32 values, written
+/// independently of the references: RMSNorm, matrix-vector product, embedding row.
+struct ToyMath {
+  using Vec = std::vector<double>;
+  const ToyModel& m;
+  size_t dim;
+  const std::vector<float>& w(const std::string& name) const { return m.tensor(name).values; }
+  Vec rms(Vec x, const std::string& norm) const {
+    double ss = 0;
+    for (double v : x) ss += v * v;
+    const double scale = 1.0 / std::sqrt(ss / double(x.size()) + 1e-6);
+    for (size_t i = 0; i < x.size(); ++i) x[i] *= scale * w(norm)[i];
+    return x;
+  }
+  Vec mv(const std::string& name, const Vec& x, size_t out) const {
+    Vec y(out, 0.0);
+    for (size_t o = 0; o < out; ++o)
+      for (size_t i = 0; i < x.size(); ++i) y[o] += w(name)[o * x.size() + i] * x[i];
+    return y;
+  }
+  Vec embed(int32_t t) const {
+    const auto& e = w("token_embd.weight");
+    return Vec(e.begin() + t * dim, e.begin() + (t + 1) * dim);
+  }
+};
 
 /// The message of the Error `fn` throws, or "" if it throws nothing.
 std::string error_of(const std::function<void()>& fn);

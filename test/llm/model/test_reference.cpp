@@ -76,27 +76,7 @@ ToyModel hand_model(double q_salt = 4.0, float theta = 10000.0f, bool untied = f
 }
 
 // The few formulas the hand check needs, written out independently of the reference.
-struct HandMath {
-  const ToyModel& m;
-  const std::vector<float>& w(const std::string& name) const { return m.tensor(name).values; }
-  Vec rms(Vec x, const std::string& norm) const {
-    double ss = 0;
-    for (double v : x) ss += v * v;
-    const double s = 1.0 / std::sqrt(ss / double(x.size()) + 1e-6);
-    for (size_t i = 0; i < x.size(); ++i) x[i] *= s * w(norm)[i];
-    return x;
-  }
-  Vec mv(const std::string& name, const Vec& x, size_t out) const {
-    Vec y(out, 0.0);
-    for (size_t o = 0; o < out; ++o) {
-      for (size_t i = 0; i < x.size(); ++i) y[o] += w(name)[o * x.size() + i] * x[i];
-    }
-    return y;
-  }
-  Vec embed(int32_t t) const {
-    const auto& e = w("token_embd.weight");
-    return Vec(e.begin() + t * kDim, e.begin() + (t + 1) * kDim);
-  }
+struct HandMath : ToyMath {
   Vec v_proj(int32_t t) const {
     return mv("blk.0.attn_v.weight", rms(embed(t), "blk.0.attn_norm.weight"), kKvHeads * kHeadDim);
   }
@@ -182,7 +162,7 @@ TEST_CASE("reference: at position 0 attention is the V projection (hand-set mode
   for (const bool untied : {false, true}) {
     const ToyModel m = hand_model(4.0, 10000.0f, untied);
     ReferenceQwen3 ref(m.build());
-    const HandMath hand{m};
+    const HandMath hand{{m, kDim}};
     for (int32_t t = 0; t < int32_t(kVocab); ++t) {
       INFO("token ", t, untied ? " (untied output)" : " (tied output)");
       ref.reset();
@@ -197,7 +177,7 @@ TEST_CASE("reference: with Wq = 0 attention averages V over the prefix (hand-set
   ToyModel m = hand_model();
   for (float& v : m.tensor("blk.0.attn_q.weight").values) v = 0.0f;
   ReferenceQwen3 ref(m.build());
-  const HandMath hand{m};
+  const HandMath hand{{m, kDim}};
   const std::vector<int32_t> tokens = {3, 1, 4};
   Vec sum(kKvHeads * kHeadDim, 0.0);
   for (uint32_t p = 0; p < tokens.size(); ++p) {
@@ -214,7 +194,7 @@ TEST_CASE("reference: attention over a prefix with per-head q/k norms and RoPE (
   const double theta = 10000.0;
   const ToyModel m = hand_model(4.0, float(theta));
   ReferenceQwen3 ref(m.build());
-  const HandMath hand{m};
+  const HandMath hand{{m, kDim}};
   const std::vector<int32_t> tokens = {1, 4, 2, 2};
   for (uint32_t p = 0; p < tokens.size(); ++p) {
     INFO("position ", p);

@@ -84,28 +84,8 @@ ToyModel hand_model(const ToyQwen35Shape& s) {
 }
 
 // Independent formulas for the hand checks.
-struct HandMath {
-  const ToyModel& m;
+struct HandMath : ToyMath {
   const ToyQwen35Shape& s;
-  const std::vector<float>& w(const std::string& name) const { return m.tensor(name).values; }
-  Vec rms(Vec x, const std::string& norm) const {
-    double ss = 0;
-    for (double v : x) ss += v * v;
-    const double scale = 1.0 / std::sqrt(ss / double(x.size()) + 1e-6);
-    for (size_t i = 0; i < x.size(); ++i) x[i] *= scale * w(norm)[i];
-    return x;
-  }
-  Vec mv(const std::string& name, const Vec& x, size_t out) const {
-    Vec y(out, 0.0);
-    for (size_t o = 0; o < out; ++o) {
-      for (size_t i = 0; i < x.size(); ++i) y[o] += w(name)[o * x.size() + i] * x[i];
-    }
-    return y;
-  }
-  Vec embed(int32_t t) const {
-    const auto& e = w("token_embd.weight");
-    return Vec(e.begin() + t * s.dim, e.begin() + (t + 1) * s.dim);
-  }
   static double silu(double x) { return x / (1.0 + std::exp(-x)); }
   std::vector<float> logits(Vec x, const Vec& mixer) const {
     for (size_t i = 0; i < x.size(); ++i) x[i] += mixer[i];  // the FFN adds 0
@@ -196,7 +176,7 @@ TEST_CASE("reference qwen35: a Gated DeltaNet layer with H_v != H_k (hand-set mo
   const ToyModel m = hand_model(s);
   ReferenceQwen35 ref(m.build());
   REQUIRE(ref.hparams().recurrent == std::vector<bool>{true});
-  const HandMath hand{m, s};
+  const HandMath hand{{m, s.dim}, s};
   const std::vector<int32_t> tokens = {1, 4, 2, 2, 0};
   const auto tiled = hand.gdn(tokens, /*tiled=*/true);
   const auto grouped = hand.gdn(tokens, /*tiled=*/false);
@@ -225,7 +205,7 @@ TEST_CASE("reference qwen35: at position 0 gated attention is Wo (V * sigmoid(ga
   const ToyModel m = hand_model(s);
   ReferenceQwen35 ref(m.build());
   REQUIRE(ref.hparams().recurrent == std::vector<bool>{false});
-  const HandMath hand{m, s};
+  const HandMath hand{{m, s.dim}, s};
   for (int32_t t = 0; t < int32_t(s.vocab); ++t) {
     INFO("token ", t);
     const Vec x = hand.embed(t), h = hand.rms(x, "blk.0.attn_norm.weight");
@@ -476,7 +456,7 @@ TEST_CASE("reference qwen35moe: top-k routing and the gated shared expert (hand-
   const GgufFile f = m.build();
   ModelWeights::from_gguf(f, ModelConfig::from_gguf(f));  // the toy is a valid qwen35moe file
   ReferenceQwen35 ref(f);
-  const HandMath hand{m, s};
+  const HandMath hand{{m, s.dim}, s};
   const auto swiglu = [&](const std::string& role, size_t ffn, size_t offset, const Vec& h) {
     const auto slice = [&](const char* kind, size_t n) {
       const auto& w = hand.w(fmt::format("blk.0.ffn_{}_{}.weight", kind, role));
