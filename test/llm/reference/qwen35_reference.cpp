@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <numeric>
 #include <string>
 
@@ -330,10 +329,8 @@ std::vector<float> ReferenceQwen35::forward(int32_t token, uint32_t pos) {
     fail("reference: position {} is not the next position {} (recurrent states cannot rewind)", pos,
          n_cached_);
   }
-  const size_t hd = hp_.head_dim, kv_dim = hp_.n_kv_heads * hd, cd = conv_dim();
-  const uint32_t group = hp_.n_heads / hp_.n_kv_heads;
+  const size_t hd = hp_.head_dim, cd = conv_dim();
   const size_t taps = hp_.conv_kernel;
-  const double scale = 1.0 / std::sqrt(double(hd));
   std::vector<double> x = embed(token);
   for (uint32_t li = 0; li < hp_.n_layers; ++li) {
     const Layer& l = layers_[li];
@@ -361,21 +358,8 @@ std::vector<float> ReferenceQwen35::forward(int32_t token, uint32_t pos) {
       std::vector<double>& vc = v_cache_[li];
       kc.insert(kc.end(), p.k.begin(), p.k.end());
       vc.insert(vc.end(), p.v.begin(), p.v.end());
-      std::vector<double> heads(hp_.n_heads * hd, 0.0), scores(pos + 1);
-      for (uint32_t head = 0; head < hp_.n_heads; ++head) {
-        const size_t kv_off = (head / group) * hd;
-        for (uint32_t j = 0; j <= pos; ++j) {
-          double dot = 0;
-          for (size_t d = 0; d < hd; ++d) dot += p.q[head * hd + d] * kc[j * kv_dim + kv_off + d];
-          scores[j] = dot * scale;
-        }
-        softmax(scores);
-        for (uint32_t j = 0; j <= pos; ++j) {
-          for (size_t d = 0; d < hd; ++d) {
-            heads[head * hd + d] += scores[j] * vc[j * kv_dim + kv_off + d];
-          }
-        }
-      }
+      const std::vector<double> heads =
+          attend(p.q, kc, vc, pos + 1, hp_.n_heads, hp_.n_kv_heads, hd);
       mixer = gated_output(l, p, heads);
     }
     for (size_t i = 0; i < x.size(); ++i) x[i] += mixer[i];
@@ -388,9 +372,6 @@ std::vector<float> ReferenceQwen35::forward(int32_t token, uint32_t pos) {
 std::vector<std::vector<float>> ReferenceQwen35::forward_sequence(
     std::span<const int32_t> tokens) const {
   const size_t n = tokens.size(), hd = hp_.head_dim, cd = conv_dim(), taps = hp_.conv_kernel;
-  const uint32_t group = hp_.n_heads / hp_.n_kv_heads;
-  const double scale = 1.0 / std::sqrt(double(hd));
-  const double masked = -std::numeric_limits<double>::infinity();
   std::vector<std::vector<double>> xs;
   for (int32_t t : tokens) xs.push_back(embed(t));
   for (uint32_t li = 0; li < hp_.n_layers; ++li) {
@@ -418,22 +399,16 @@ std::vector<std::vector<float>> ReferenceQwen35::forward_sequence(
       }
     } else {
       std::vector<Attn> p;
-      for (size_t t = 0; t < n; ++t) p.push_back(project_attention(l, hs[t], uint32_t(t)));
+      std::vector<double> keys, values;  // every position's, in order
       for (size_t t = 0; t < n; ++t) {
-        std::vector<double> heads(hp_.n_heads * hd, 0.0);
-        for (uint32_t head = 0; head < hp_.n_heads; ++head) {
-          const size_t kv_off = (head / group) * hd;
-          std::vector<double> scores(n);
-          for (size_t j = 0; j < n; ++j) {
-            double dot = 0;
-            for (size_t d = 0; d < hd; ++d) dot += p[t].q[head * hd + d] * p[j].k[kv_off + d];
-            scores[j] = j <= t ? dot * scale : masked;
-          }
-          softmax(scores);
-          for (size_t j = 0; j < n; ++j) {
-            for (size_t d = 0; d < hd; ++d) heads[head * hd + d] += scores[j] * p[j].v[kv_off + d];
-          }
-        }
+        p.push_back(project_attention(l, hs[t], uint32_t(t)));
+        keys.insert(keys.end(), p[t].k.begin(), p[t].k.end());
+        values.insert(values.end(), p[t].v.begin(), p[t].v.end());
+      }
+      for (size_t t = 0; t < n; ++t) {
+        // Causal: position t attends to positions 0..t.
+        const std::vector<double> heads =
+            attend(p[t].q, keys, values, t + 1, hp_.n_heads, hp_.n_kv_heads, hd);
         mixer[t] = gated_output(l, p[t], heads);
       }
     }

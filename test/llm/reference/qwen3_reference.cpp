@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <string>
 
 #include "test/llm/reference/reference_math.h"
@@ -156,8 +155,6 @@ std::vector<float> ReferenceQwen3::forward(int32_t token, uint32_t pos) {
     fail("reference: position {} skips ahead of the {} cached positions", pos, n_cached_);
   }
   const size_t hd = hp_.head_dim, kv_dim = hp_.n_kv_heads * hd;
-  const uint32_t group = hp_.n_heads / hp_.n_kv_heads;
-  const double scale = 1.0 / std::sqrt(double(hd));
   std::vector<double> x = embed(token);
   for (uint32_t li = 0; li < hp_.n_layers; ++li) {
     const Layer& l = layers_[li];
@@ -169,23 +166,7 @@ std::vector<float> ReferenceQwen3::forward(int32_t token, uint32_t pos) {
     kc.insert(kc.end(), p.k.begin(), p.k.end());
     vc.insert(vc.end(), p.v.begin(), p.v.end());
     // a_h = softmax(q_h . K_g^T / sqrt(hd)) V_g over cached positions 0..pos, g = h / group.
-    std::vector<double> heads(hp_.n_heads * hd, 0.0);
-    std::vector<double> scores(pos + 1);
-    for (uint32_t h = 0; h < hp_.n_heads; ++h) {
-      const size_t kv_off = (h / group) * hd;
-      const double* q = p.q.data() + h * hd;
-      for (uint32_t j = 0; j <= pos; ++j) {
-        const double* k = kc.data() + j * kv_dim + kv_off;
-        double dot = 0;
-        for (size_t d = 0; d < hd; ++d) dot += q[d] * k[d];
-        scores[j] = dot * scale;
-      }
-      softmax(scores);
-      for (uint32_t j = 0; j <= pos; ++j) {
-        const double* v = vc.data() + j * kv_dim + kv_off;
-        for (size_t d = 0; d < hd; ++d) heads[h * hd + d] += scores[j] * v[d];
-      }
-    }
+    const std::vector<double> heads = attend(p.q, kc, vc, pos + 1, hp_.n_heads, hp_.n_kv_heads, hd);
     add_attention_output(l, heads, x);
     add_ffn(l, x);
   }
@@ -196,30 +177,20 @@ std::vector<float> ReferenceQwen3::forward(int32_t token, uint32_t pos) {
 std::vector<std::vector<float>> ReferenceQwen3::forward_sequence(
     std::span<const int32_t> tokens) const {
   const size_t n = tokens.size(), hd = hp_.head_dim;
-  const uint32_t group = hp_.n_heads / hp_.n_kv_heads;
-  const double scale = 1.0 / std::sqrt(double(hd));
-  const double masked = -std::numeric_limits<double>::infinity();
   std::vector<std::vector<double>> xs;
   for (int32_t t : tokens) xs.push_back(embed(t));
   for (const Layer& l : layers_) {
     std::vector<Projections> p;
-    for (size_t t = 0; t < n; ++t) p.push_back(project_qkv(l, xs[t], uint32_t(t)));
+    std::vector<double> keys, values;  // every position's, in order
     for (size_t t = 0; t < n; ++t) {
-      std::vector<double> heads(hp_.n_heads * hd, 0.0);
-      for (uint32_t h = 0; h < hp_.n_heads; ++h) {
-        const size_t kv_off = (h / group) * hd;
-        // Scores against every position; the causal mask removes the future ones.
-        std::vector<double> scores(n);
-        for (size_t j = 0; j < n; ++j) {
-          double dot = 0;
-          for (size_t d = 0; d < hd; ++d) dot += p[t].q[h * hd + d] * p[j].k[kv_off + d];
-          scores[j] = j <= t ? dot * scale : masked;
-        }
-        softmax(scores);
-        for (size_t j = 0; j < n; ++j) {
-          for (size_t d = 0; d < hd; ++d) heads[h * hd + d] += scores[j] * p[j].v[kv_off + d];
-        }
-      }
+      p.push_back(project_qkv(l, xs[t], uint32_t(t)));
+      keys.insert(keys.end(), p[t].k.begin(), p[t].k.end());
+      values.insert(values.end(), p[t].v.begin(), p[t].v.end());
+    }
+    for (size_t t = 0; t < n; ++t) {
+      // Causal: position t attends to positions 0..t.
+      const std::vector<double> heads =
+          attend(p[t].q, keys, values, t + 1, hp_.n_heads, hp_.n_kv_heads, hd);
       add_attention_output(l, heads, xs[t]);
     }
     for (std::vector<double>& x : xs) add_ffn(l, x);

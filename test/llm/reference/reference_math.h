@@ -53,4 +53,30 @@ inline void softmax(std::span<double> s) {
   for (double& v : s) v /= sum;
 }
 
+/// Grouped-query attention of one query over the first `n_keys` positions: per query head h
+/// (reading KV head h / (n_heads / n_kv_heads)), softmax(q_h . k_j / sqrt(head_dim)) weights over
+/// j < n_keys summing v_j. keys and values hold n_kv_heads * head_dim entries per position, one
+/// position after another. Returns the heads concatenated (n_heads * head_dim).
+inline std::vector<double> attend(std::span<const double> q, std::span<const double> keys,
+                                  std::span<const double> values, size_t n_keys, uint32_t n_heads,
+                                  uint32_t n_kv_heads, size_t head_dim) {
+  const size_t kv_dim = n_kv_heads * head_dim, group = n_heads / n_kv_heads;
+  const double scale = 1.0 / std::sqrt(double(head_dim));
+  std::vector<double> heads(n_heads * head_dim, 0.0), scores(n_keys);
+  for (uint32_t h = 0; h < n_heads; ++h) {
+    const size_t kv_off = (h / group) * head_dim;
+    for (size_t j = 0; j < n_keys; ++j) {
+      double dot = 0;
+      for (size_t d = 0; d < head_dim; ++d)
+        dot += q[h * head_dim + d] * keys[j * kv_dim + kv_off + d];
+      scores[j] = dot * scale;
+    }
+    softmax(scores);
+    for (size_t j = 0; j < n_keys; ++j)
+      for (size_t d = 0; d < head_dim; ++d)
+        heads[h * head_dim + d] += scores[j] * values[j * kv_dim + kv_off + d];
+  }
+  return heads;
+}
+
 }  // namespace ugrad::llm::test
