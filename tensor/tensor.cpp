@@ -231,6 +231,21 @@ Tensor& Tensor::realize(const std::vector<std::pair<std::string, int64_t>>& var_
   return *this;
 }
 
+namespace {
+
+// True if a BUFFER is among the node's sources. The first sources lead to one in most graphs, so
+// the whole graph is walked only for graphs of constants.
+bool names_a_buffer(const UOp& node) {
+  for (UOp u = node;; u = u.src(0)) {
+    if (u.op() == Op::BUFFER) return true;
+    if (u.src().empty()) break;
+  }
+  std::vector<UOp> graph = node.toposort();
+  return std::any_of(graph.begin(), graph.end(), [](const UOp& u) { return u.op() == Op::BUFFER; });
+}
+
+}  // namespace
+
 void Tensor::realize_all(std::span<Tensor> tensors,
                          const std::vector<std::pair<std::string, int64_t>>& var_vals) {
   std::vector<UOp> roots;
@@ -241,12 +256,7 @@ void Tensor::realize_all(std::span<Tensor> tensors,
     // A graph of constants names no device in its nodes: it is written into a buffer of the
     // tensor's device (else the scheduler would pick the default device).
     std::optional<std::vector<int64_t>> dims = static_dims(t.shape());
-    bool constant = false;
-    if (dims) {
-      std::vector<UOp> graph = t.node().toposort();
-      constant = std::none_of(graph.begin(), graph.end(),
-                              [](const UOp& u) { return u.op() == Op::BUFFER; });
-    }
+    const bool constant = dims && !names_a_buffer(t.node());
     roots.push_back(constant ? empty(*dims, t.dtype(), t.device()).assign(t).node() : t.node());
     which.push_back(i);
   }
