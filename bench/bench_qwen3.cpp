@@ -5,6 +5,7 @@
 //   bench_qwen3 [Q8_0|Q4_K] [layers] [prompt tokens] [decode tokens]
 #include <cblas.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -28,10 +29,14 @@ double openblas_gflops(int n) {
   std::vector<float> a(size_t(n) * n, 1.0f), b(size_t(n) * n, 0.5f), c(size_t(n) * n);
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a.data(), n, b.data(), n, 0,
               c.data(), n);
-  auto t0 = clock_type::now();
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a.data(), n, b.data(), n, 0,
-              c.data(), n);
-  return 2.0 * n * n * n / seconds(t0) * 1e-9;
+  double best = 0;  // best of 5: OpenBLAS at its peak, as read_bandwidth() takes the memory's
+  for (int r = 0; r < 5; ++r) {
+    auto t0 = clock_type::now();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a.data(), n, b.data(), n, 0,
+                c.data(), n);
+    best = std::max(best, 2.0 * n * n * n / seconds(t0) * 1e-9);
+  }
+  return best;
 }
 
 }  // namespace

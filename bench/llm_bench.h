@@ -1,8 +1,10 @@
 // What the model benchmarks share: a demo model of a given shape written to a temporary GGUF, and
 // a timed generate() (warm-up first, so compiles are not timed) on a prompt with no prefix reuse.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -10,10 +12,12 @@
 #include "bench/bench_util.h"
 #include "llm/model/demo_model.h"
 #include "llm/models/generate.h"
+#include "llm/quant/formats.h"
 
 namespace ugrad::bench {
 
-/// The model benchmarks' arguments: [Q8_0|Q4_K] [layers] [prompt tokens] [decode tokens].
+/// The model benchmarks' arguments: [weight type, Q8_0 by default] [layers] [prompt tokens] [decode
+/// tokens].
 struct LlmBenchArgs {
   std::string type_name = "Q8_0";
   llm::GgmlType type = llm::GgmlType::Q8_0;
@@ -23,8 +27,17 @@ struct LlmBenchArgs {
 inline LlmBenchArgs parse_llm_bench_args(int argc, char** argv, uint32_t layers,
                                          int64_t prompt_len) {
   LlmBenchArgs a{"Q8_0", llm::GgmlType::Q8_0, layers, prompt_len, 32};
-  if (argc > 1) a.type_name = argv[1];
-  if (a.type_name == "Q4_K") a.type = llm::GgmlType::Q4_K;
+  if (argc > 1) {
+    a.type_name = argv[1];
+    auto formats = llm::all_formats();
+    auto it = std::find_if(formats.begin(), formats.end(),
+                           [&](const llm::QuantFormat& f) { return f.name == a.type_name; });
+    if (it == formats.end()) {
+      std::fprintf(stderr, "unknown weight type '%s' (Q8_0, Q4_K, ...)\n", argv[1]);
+      std::exit(2);
+    }
+    a.type = it->type;
+  }
   if (argc > 2) a.layers = static_cast<uint32_t>(std::stoi(argv[2]));
   if (argc > 3) a.prompt_len = std::stoi(argv[3]);
   if (argc > 4) a.decode_len = std::stoi(argv[4]);

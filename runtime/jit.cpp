@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+
 #include "runtime/realize.h"
 #include "schedule/memory_plan.h"
 
@@ -25,6 +27,13 @@ CaptureScope* CaptureScope::current() { return g_capture; }
 JitStats& jit_stats() {
   static JitStats stats;
   return stats;
+}
+
+void print_kernel_line(const std::string& device, const KernelSource& src, double seconds,
+                       double flops, double bytes) {
+  fmt::print(stderr, "{:<6} {:<28} {:>9.3f} ms  {:>8.2f} GFLOP/s  {:>8.2f} GB/s  {}\n", device,
+             src.name, seconds * 1e3, flops / seconds * 1e-9, bytes / seconds * 1e-9,
+             src.opts_desc);
 }
 
 void run_exec_item(const ExecItem& item, const VarVals& var_vals) {
@@ -140,7 +149,7 @@ void GraphJit::plan_launches(const std::vector<ExecItem>& captured, const std::v
   }
   launches_.clear();
   for (const ExecItem& item : captured) {
-    Launch l{item.device, item.program, {}, {}, {}, {}};
+    Launch l{item.device, item.program, {}, {}, {}, {}, item.flops};
     for (size_t slot = 0; slot < item.buffers.size(); ++slot) {
       auto it = planned.find(item.buffers[slot]);
       l.keep.push_back(it != planned.end() ? views[it->second] : buffer_of(item.buffers[slot]));
@@ -174,8 +183,17 @@ void GraphJit::replay(const std::vector<UOp>& in_bufs, const VarVals& vars) {
         fail("variable '{}' = {} is outside its range [{}, {}]", p.name, it->second, p.lo, p.hi);
       vals.push_back(it->second);
     }
-    if (debug_level() >= 2) fmt::print(stderr, "  replay {}\n", l.program->source().name);
+    auto t0 = std::chrono::steady_clock::now();
     l.device->launch(*l.program, args, vals);
+    if (debug_level() >= 2) {
+      l.device->synchronize();
+      double bytes = 0;
+      for (const BufferRef& b : l.keep) bytes += static_cast<double>(b->size());
+      print_kernel_line(
+          "replay", l.program->source(),
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), l.flops,
+          bytes);
+    }
   }
 }
 

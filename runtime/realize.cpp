@@ -180,18 +180,18 @@ std::vector<UOp> realize(std::span<const UOp> bound_roots,
     const std::string& dev_name = item.buffers.at(0).arg_as<BufferArg>().device;
     Device& device = get_device(dev_name);
     ExecItem exec{&device, program_for(device, item.ast), item.buffers};
+    if (debug_level() >= 2) exec.flops = estimate_flops(item.ast);
     if (CaptureScope* capture = CaptureScope::current()) capture->items.push_back(exec);
     auto t0 = std::chrono::steady_clock::now();
     run_exec_item(exec, var_vals);
     if (debug_level() >= 2) {
       device.synchronize();
-      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       double bytes = 0;
       for (const UOp& b : item.buffers) bytes += static_cast<double>(buffer_of(b)->size());
-      const KernelSource& src = exec.program->source();
-      fmt::print(stderr, "{:<6} {:<28} {:>9.3f} ms  {:>8.2f} GFLOP/s  {:>8.2f} GB/s  {}\n",
-                 dev_name, src.name, s * 1e3, estimate_flops(item.ast) / s * 1e-9, bytes / s * 1e-9,
-                 src.opts_desc);
+      print_kernel_line(
+          dev_name, exec.program->source(),
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), exec.flops,
+          bytes);
     }
   }
   return sched.outputs;

@@ -45,7 +45,7 @@ Tensor ChunkedModel::forward(std::span<const int32_t> tokens, int64_t start_pos)
           Tensor x =
               layers(Tensor(in[0], device_), Tensor(in[1], device_), Tensor(in[2], device_), c);
           Tensor last = x.shrink_to({{c.len - 1, c.len}, {dim(0), dim(config_.dim)}});
-          Tensor logits = rms_norm(last, output_norm_, config_.rms_eps).linear(output_);
+          Tensor logits = pre_norm(last, output_norm_, config_.rms_eps).linear(output_);
           return std::vector<UOp>{logits.node()};
         },
         fmt::format("{} forward rows={}", name_, rows));

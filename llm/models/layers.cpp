@@ -45,6 +45,10 @@ Tensor rms_norm(const Tensor& x, const Tensor& w, float eps) {
   return x * (x.square().mean({-1}, true) + eps).rsqrt() * w;
 }
 
+Tensor pre_norm(const Tensor& x, const Tensor& w, float eps) {
+  return rms_norm(x, w, eps).contiguous();
+}
+
 Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin) {
   const int64_t rows = x.size(0), heads = x.size(1), hd = x.size(2), half = cos.size(-1);
   auto part = [&](int64_t lo, int64_t hi) { return x.shrink({{0, rows}, {0, heads}, {lo, hi}}); };
@@ -114,9 +118,11 @@ Tensor KvCache::attend(const Tensor& q, const Tensor& k, const Tensor& v, const 
           .shrink_to({{dim(0), sp + n}})
           .reshape_to({dim(1), sp + n});
   Tensor mask = key_pos.le(query_pos).where(0.0, -INFINITY);  // (n, L)
+  // Materialized: fused into the weighted sum of values, exp() would run once per value dim.
+  Tensor probs = (scores + mask).softmax(-1).contiguous();
   // Materialized in its own layout: a consumer fused in (the qwen35 output gate) would cost the
   // matmul its opts, and so would writing it transposed.
-  Tensor out = (scores + mask).softmax(-1).matmul(values.unsqueeze(1)).contiguous();
+  Tensor out = probs.matmul(values.unsqueeze(1)).contiguous();
   return out.permute({2, 0, 1, 3}).reshape({n, heads * hd});  // (kvh, group, n, hd) -> (n, ...)
 }
 

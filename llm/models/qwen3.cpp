@@ -33,9 +33,9 @@ Tensor Qwen3Model::attention(Layer& l, const Tensor& h, const Tensor& cos, const
 Tensor Qwen3Model::layers(Tensor x, const Tensor& cos, const Tensor& sin, const Chunk& chunk) {
   for (Layer& l : layers_) {
     x.realize(var_vals_);
-    x = x + attention(l, rms_norm(x, l.attn_norm, config_.rms_eps), cos, sin, chunk);
+    x = x + attention(l, pre_norm(x, l.attn_norm, config_.rms_eps), cos, sin, chunk);
     x.realize(var_vals_);
-    x = x + l.ffn(rms_norm(x, l.ffn_norm, config_.rms_eps));
+    x = x + l.ffn(pre_norm(x, l.ffn_norm, config_.rms_eps));
   }
   return x;
 }

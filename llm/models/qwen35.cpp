@@ -262,10 +262,10 @@ Tensor Qwen35Model::delta_net(DeltaNet& l, const Tensor& h, const Chunk& chunk) 
 Tensor Qwen35Model::layers(Tensor x, const Tensor& cos, const Tensor& sin, const Chunk& chunk) {
   for (Layer& l : layers_) {
     x.realize(var_vals_);
-    Tensor h = rms_norm(x, l.attn_norm, config_.rms_eps);
+    Tensor h = pre_norm(x, l.attn_norm, config_.rms_eps);
     x = x + (l.gdn ? delta_net(*l.gdn, h, chunk) : attention(*l.attn, h, cos, sin, chunk));
     x.realize(var_vals_);
-    x = x + l.ffn(rms_norm(x, l.ffn_norm, config_.rms_eps));
+    x = x + l.ffn(pre_norm(x, l.ffn_norm, config_.rms_eps));
   }
   return x;
 }

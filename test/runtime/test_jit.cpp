@@ -7,7 +7,9 @@
 #include "runtime/jit.h"
 #include "runtime/program_cache.h"
 #include "runtime/realize.h"
+#include "test/capture_stderr.h"
 #include "test/graph_helpers.h"
+#include "uop/env.h"
 #include "uop/error.h"
 
 using namespace ugrad;
@@ -95,6 +97,33 @@ TEST_CASE("every T and several start_pos through one capture, no compile or sche
       ++call;
     }
   CHECK(jit.captured_kernels() >= 1);
+}
+
+TEST_CASE("DEBUG=2 times every replayed kernel, as it times kernels run through realize") {
+  ProgramCache::instance();
+  GraphJit jit(body, "test_jit");
+  auto cache_data = random_vec(64, 1);
+  UOp cache = new_buffer("CPU", dtypes::float32, 64);
+  copy_in(cache, std::as_bytes(std::span(cache_data)));
+  UOp in = symbolic_input(random_vec(32 * 8, 2));
+  ScopedKnob debug(Knob::DEBUG, "2");
+  for (int call = 0; call < 2; ++call)
+    jit({in, buffer_view(cache, make_shape({64}))}, {{"T", 3}, {"start_pos", 1}});
+  const std::string log = capture_stderr([&] {
+    jit({in, buffer_view(cache, make_shape({64}))}, {{"T", 4}, {"start_pos", 2}});
+  });
+  CHECK(log.find("test_jit: replaying") != std::string::npos);
+  size_t lines = 0;
+  for (size_t at = log.find("\nreplay "); at != std::string::npos;
+       at = log.find("\nreplay ", at + 1)) {
+    const size_t end = log.find('\n', at + 1);
+    const std::string line = log.substr(at + 1, end - at - 1);
+    CHECK(line.find(" ms ") != std::string::npos);
+    CHECK(line.find("GFLOP/s") != std::string::npos);
+    CHECK(line.find("GB/s") != std::string::npos);
+    ++lines;
+  }
+  CHECK(lines == jit.captured_kernels());
 }
 
 TEST_CASE("pitfall: an input of another shape or dtype than captured is an error") {

@@ -1,8 +1,6 @@
 #include <doctest/doctest.h>
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -11,6 +9,7 @@
 #include <thread>
 
 #include "runtime/program_cache.h"
+#include "test/capture_stderr.h"
 #include "uop/env.h"
 #include "uop/error.h"
 
@@ -161,33 +160,22 @@ TEST_SUITE("program_cache") {
     fs::create_directories(dir.path);
     std::ofstream(dir.path / "file") << "not a directory";
     ProgramCache cache(dir.path / "file" / "cache");  // cannot be created, even by root
-    // Capture stderr to count the warnings.
-    const fs::path log = dir.path / "stderr.txt";
-    std::fflush(stderr);
-    const int saved_stderr = ::dup(2);
-    const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    REQUIRE(log_fd >= 0);
-    ::dup2(log_fd, 2);
-    ::close(log_fd);
     int compiles = 0;
-    for (int i = 0; i < 3; ++i) {
-      const std::string src = "kernel " + std::to_string(i);
-      cache.get_or_compile(src, "cpu", "", [&] {
-        ++compiles;
-        return bytes_of(src);
-      });
-      CHECK(cache.get_or_compile(src, "cpu", "", [&] {
-        ++compiles;
-        return bytes_of(src);
-      }) == bytes_of(src));
-    }
-    std::fflush(stderr);
-    ::dup2(saved_stderr, 2);
-    ::close(saved_stderr);
+    const std::string text = ugrad::test::capture_stderr([&] {
+      for (int i = 0; i < 3; ++i) {
+        const std::string src = "kernel " + std::to_string(i);
+        cache.get_or_compile(src, "cpu", "", [&] {
+          ++compiles;
+          return bytes_of(src);
+        });
+        CHECK(cache.get_or_compile(src, "cpu", "", [&] {
+          ++compiles;
+          return bytes_of(src);
+        }) == bytes_of(src));
+      }
+    });
     CHECK(compiles == 3);
     CHECK(cache.stats().memory_hits == 3);
-    std::ifstream f(log);
-    const std::string text(std::istreambuf_iterator<char>(f), {});
     CHECK(text.find("warning: program cache: cannot write") != std::string::npos);
     CHECK(text.find("warning") == text.rfind("warning"));  // once
   }
