@@ -44,7 +44,9 @@ Tensor ChunkedModel::forward(std::span<const int32_t> tokens, int64_t start_pos)
           const Chunk& c = step.chunk;
           Tensor x =
               layers(Tensor(in[0], device_), Tensor(in[1], device_), Tensor(in[2], device_), c);
-          Tensor last = x.shrink_to({{c.len - 1, c.len}, {dim(0), dim(config_.dim)}});
+          // Materialized: the norm's two kernels would each recompute the last block's output.
+          Tensor last =
+              x.shrink_to({{c.len - 1, c.len}, {dim(0), dim(config_.dim)}}).contiguous();
           Tensor logits = pre_norm(last, output_norm_, config_.rms_eps).linear(output_);
           return std::vector<UOp>{logits.node()};
         },
