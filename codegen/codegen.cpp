@@ -156,7 +156,7 @@ KernelSource codegen(const UOp& kernel, const CodegenTarget& target,
   k = lower_reduces(k);
   if (target.is_gpu) k = fuse_gpu_accumulators(k);
   k = decompose(k, target);
-  k = graph_rewrite(k, pm_lower_index());
+  if (target.is_gpu) k = graph_rewrite(k, pm_lower_index());
   k = gpu_decompose(k, target);
   std::vector<UOp> program = linearize(k, ks.cpu_threads > 1);
   if (target.is_gpu)
@@ -166,8 +166,7 @@ KernelSource codegen(const UOp& kernel, const CodegenTarget& target,
                target.is_gpu ? "opt gpu_opts expand gpu_dims symbolic lower_reduce "
                                "fuse_accumulators decomp lower_index gpu_decomp linearize "
                                "gpu_guard render_llvm"
-                             : "opt expand symbolic lower_reduce decomp lower_index linearize "
-                               "render_llvm");
+                             : "opt expand symbolic lower_reduce decomp linearize render_llvm");
   if (debug >= 6) fmt::print("{}", print_linear(program));
   ks.src = render_llvm(program, sig, target, ks.entry, target.is_gpu ? gpu_local_threads(dims) : 1);
   if (debug >= 4) fmt::print("{}\n", ks.src);
