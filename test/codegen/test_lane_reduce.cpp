@@ -185,8 +185,8 @@ TEST_CASE("lane reduce: two reduces over their own ranges (a gated FFN's gate an
   compile(ast, {.noopt = 1}).run({ref.data(), vx.data(), vg.data(), vu.data()}, {}, 1);
   Kernel h = compile(ast, {.max_threads = 2});
   CAPTURE(h.ks.opts_desc);
-  CHECK(has_unroll(h.ks.opts, 2, 32));
-  CHECK(has_unroll(h.ks.opts, 3, 32));
+  CHECK((has_unroll(h.ks.opts, 2, 32) || has_unroll(h.ks.opts, 2, 16)));
+  CHECK((has_unroll(h.ks.opts, 3, 32) || has_unroll(h.ks.opts, 3, 16)));
   CHECK_FALSE(has(h.ks.src, "masked.gather"));
   size_t reduces = 0;
   for (size_t at = h.ks.src.find("call reassoc float @llvm.vector.reduce.fadd");
