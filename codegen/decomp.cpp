@@ -48,6 +48,31 @@ UOp f32_to_bf16(const UOp& f) {
   return UOp::make(Op::BITCAST, dtypes::bfloat16, {bits});
 }
 
+// 2^x for float32 without libm: x86 has no exp2 instruction and LLVM lowers llvm.exp2 to one
+// exp2f call per lane. 2^x = 2^n * 2^f with n = round(x) and |f| <= 1/2; 2^f by its Taylor series
+// to degree 7 (truncation error under 6e-9, below float32's rounding; exact at f = 0, so integer
+// powers are exact); 2^n from exponent bits in two factors, so subnormal results and overflow to
+// inf come out of the multiplications. NaN stays NaN; x is clamped to [-160, 160] first.
+UOp float32_exp2(const UOp& x) {
+  const DType ft = x.dtype(), it = dtypes::int32.vec(ft.count);
+  auto fc = [&](double v) { return UOp::cnst(ft, v); };
+  auto ic = [&](int64_t v) { return UOp::cnst_int(it, v); };
+  UOp xs = x.lt(fc(160)).where(x, fc(160));  // NaN takes 160 here and is selected away below
+  xs = fc(-160).lt(xs).where(xs, fc(-160));
+  UOp n = (xs + xs.lt(fc(0)).where(fc(-0.5), fc(0.5))).alu(Op::TRUNC);
+  UOp f = xs - n;  // exact: |xs| < 2^8
+  double coef[8], c = 1;
+  for (int k = 0; k < 8; ++k) coef[k] = c, c *= std::log(2.0) / (k + 1);
+  UOp p = fc(coef[7]);
+  for (int k = 6; k >= 0; --k) p = p * f + fc(coef[k]);
+  UOp e = n.cast(it);
+  UOp half = e.alu(Op::IDIV, ic(2));
+  auto pow2 = [&](const UOp& k) {  // 2^k for k in [-80, 80]: a normal float
+    return UOp::make(Op::BITCAST, ft, {(k + ic(127)) * ic(1 << 23)});
+  };
+  return x.ne(x).where(x, p * pow2(half) * pow2(e - half));
+}
+
 bool alu_not_cast(Op op) { return is_alu(op) && op != Op::CAST && op != Op::BITCAST; }
 
 }  // namespace
@@ -72,6 +97,13 @@ const PatternMatcher& pm_decomp() {
          const UOp &x = m["x"], &y = m["y"];
          if (is_float(x.dtype())) return float_pow(x, y);
          return float_pow(x.cast(dtypes::float64), y.cast(dtypes::float64)).cast(x.dtype());
+       }},
+      // EXP2 of float32 on CPUs -> a polynomial and exponent bits (vectorizes; no libm calls)
+      {UPat(Op::EXP2, {UPat::var("x")}),
+       [](const Match& m) -> R {
+         if (m.ctx<const CodegenTarget>().is_gpu || m["x"].dtype().scalar != Scalar::Float32)
+           return std::nullopt;
+         return float32_exp2(m["x"]);
        }},
       // bool: ADD, MAX -> OR; MUL -> AND
       {UPat::ops({Op::ADD, Op::MAX}, {UPat::var("a", dt_bool), UPat::var("b")}),

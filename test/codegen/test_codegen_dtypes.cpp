@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "kernel_harness.h"
 #include "runtime/llvm_compile.h"
@@ -213,6 +214,39 @@ TEST_CASE("transcendentals and float16/bfloat16 reductions") {
   }
   CHECK(half_to_float(rh) == doctest::Approx(sum).epsilon(1e-3));
   CHECK(bf16_to_float(rb) == mx);
+}
+
+TEST_CASE("float32 exp2 on the CPU: within 2 ulp of libm, exact at integers, and its edges") {
+  // The CPU path computes exp2 as a polynomial with exponent bits (no libm call); check it
+  // densely over the whole float32 range and at the edges: subnormal results, overflow, inf, NaN.
+  std::vector<float> xs;
+  for (double v = -151; v <= 129; v += 1.0 / 64) xs.push_back(static_cast<float>(v));
+  for (float v : {0.5f, -0.5f, 0.49999997f, -0.49999997f, 1e-8f, -1e-8f, 127.99999f, 128.0f,
+                  -126.0f, -149.0f, -149.5f, -150.0f, -160.0f, 200.0f, -200.0f, INFINITY,
+                  -INFINITY, NAN})
+    xs.push_back(v);
+  while (xs.size() % 16 != 0) xs.push_back(0);
+  const int n = static_cast<int>(xs.size());
+  UOp o = buf(0, dtypes::float32, n), a = buf(1, dtypes::float32, n);
+  UOp i = UOp::range(n, 0);
+  Kernel k = compile(sink({store(o, i, load(a, i).alu(Op::EXP2))}),
+                     {.opts = std::vector<Opt>{{OptType::Upcast, 0, 16}}});
+  CHECK(k.ks.src.find("exp2") == std::string::npos);  // no libm call per lane
+  std::vector<float> got(n);
+  k.run({got.data(), xs.data()});
+  for (int j = 0; j < n; ++j) {
+    const float want = static_cast<float>(std::exp2(double(xs[j])));
+    CAPTURE(xs[j]);
+    if (std::isnan(xs[j])) {
+      CHECK(std::isnan(got[j]));
+    } else if (xs[j] == std::trunc(xs[j]) || std::isinf(want) || want == 0) {
+      CHECK(got[j] == want);
+    } else if (want < std::numeric_limits<float>::min()) {
+      CHECK(std::abs(got[j] - want) <= 2 * std::numeric_limits<float>::denorm_min());
+    } else {
+      CHECK(std::abs(got[j] - want) <= 2 * (std::nextafter(want, INFINITY) - want));
+    }
+  }
 }
 
 TEST_CASE("every dtype's kernel compiles for gfx1100") {
