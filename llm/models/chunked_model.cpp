@@ -28,6 +28,14 @@ FeedForward ChunkedModel::load_ffn(const LayerWeights& lw) const {
 }
 
 Tensor ChunkedModel::forward(std::span<const int32_t> tokens, int64_t start_pos) {
+  return run(tokens, start_pos, true);
+}
+
+void ChunkedModel::prefill(std::span<const int32_t> tokens, int64_t start_pos) {
+  run(tokens, start_pos, false);
+}
+
+Tensor ChunkedModel::run(std::span<const int32_t> tokens, int64_t start_pos, bool logits) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   if (n == 0) fail("forward: no tokens");
   if (n > kMaxChunk) fail("forward: {} tokens in one call; the most is {}", n, kMaxChunk);
@@ -36,21 +44,22 @@ Tensor ChunkedModel::forward(std::span<const int32_t> tokens, int64_t start_pos)
          max_context_);
   before_forward(start_pos);
   const int64_t rows = n == 1 ? 1 : kMaxChunk;
-  Step& step = steps_[rows];
+  const bool head = logits || rows == 1;  // one decode graph: a 1-token chunk makes logits anyway
+  Step& step = steps_[{rows, head}];
   if (!step.jit) {
     step.chunk = make_chunk(rows, max_context_);
     step.jit = std::make_unique<GraphJit>(
-        [this, &step](const std::vector<UOp>& in, const VarVals&) {
+        [this, &step, head](const std::vector<UOp>& in, const VarVals&) {
           const Chunk& c = step.chunk;
           Tensor x =
               layers(Tensor(in[0], device_), Tensor(in[1], device_), Tensor(in[2], device_), c);
           // Materialized: the norm's two kernels would each recompute the last block's output.
-          Tensor last =
-              x.shrink_to({{c.len - 1, c.len}, {dim(0), dim(config_.dim)}}).contiguous();
-          Tensor logits = pre_norm(last, output_norm_, config_.rms_eps).linear(output_);
-          return std::vector<UOp>{logits.node()};
+          Tensor last = x.shrink_to({{c.len - 1, c.len}, {dim(0), dim(config_.dim)}}).contiguous();
+          if (!head) return std::vector<UOp>{last.node()};
+          return std::vector<UOp>{
+              pre_norm(last, output_norm_, config_.rms_eps).linear(output_).node()};
         },
-        fmt::format("{} forward rows={}", name_, rows));
+        fmt::format("{} {} rows={}", name_, head ? "forward" : "prefill", rows));
   }
   var_vals_ = step.chunk.var_vals(start_pos, n);
   Tensor x = embed_rows(*weights_.token_embd, tokens, rows, device_);

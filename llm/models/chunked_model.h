@@ -1,7 +1,8 @@
 // What the Qwen models share around their layers: the config and weights index of the file, the
 // embedding rows and RoPE tables made on the host per call, the final norm and output projection,
-// and the two captured graphs every forward() runs through: prefill padded to kMaxChunk rows (the
-// real length and start_pos are variables) and decode of one row. A model supplies its layers.
+// and the captured graphs every call runs through: prefill padded to kMaxChunk rows (the real
+// length and start_pos are variables; with and without the output head) and decode of one row. A
+// model supplies its layers.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -23,6 +24,7 @@ class ChunkedModel : public LanguageModel {
   /// Checks the call, runs before_forward(), then the graph for the chunk (eagerly on its first
   /// call, capturing on the second, replaying after). See LanguageModel::forward.
   Tensor forward(std::span<const int32_t> tokens, int64_t start_pos) final;
+  void prefill(std::span<const int32_t> tokens, int64_t start_pos) final;
   const ModelConfig& config() const final { return config_; }
   int64_t max_context() const final { return max_context_; }
   const std::string& device() const final { return device_; }
@@ -56,9 +58,12 @@ class ChunkedModel : public LanguageModel {
     Chunk chunk;
     std::unique_ptr<GraphJit> jit;
   };
+  /// Runs the chunk through the graph for its row count, with or without the output head; returns
+  /// the graph's output (the logits, or the last hidden row).
+  Tensor run(std::span<const int32_t> tokens, int64_t start_pos, bool logits);
   std::string name_;
   Tensor output_norm_, output_;
-  std::map<int64_t, Step> steps_;  // by row count
+  std::map<std::pair<int64_t, bool>, Step> steps_;  // by row count and whether logits are made
 };
 
 }  // namespace ugrad::llm

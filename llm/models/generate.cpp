@@ -11,6 +11,7 @@ double Generator::warm_up(const SamplingOptions& sampling) {
   auto t0 = std::chrono::steady_clock::now();
   const int32_t dummy[] = {0, 0};
   for (int i = 0; i < 2; ++i) {
+    model_.prefill(dummy, 0);
     model_.forward(dummy, 0);
     model_.forward(std::span(dummy).first(1), 0);
   }
@@ -59,7 +60,10 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt, const Genera
   Tensor logits;
   for (size_t pos = start; pos < prompt.size(); pos += options.chunk) {
     size_t n = std::min<size_t>(options.chunk, prompt.size() - pos);
-    logits = model_.forward(prompt.subspan(pos, n), static_cast<int64_t>(pos));
+    if (pos + n < prompt.size())  // only the last chunk's logits are used
+      model_.prefill(prompt.subspan(pos, n), static_cast<int64_t>(pos));
+    else
+      logits = model_.forward(prompt.subspan(pos, n), static_cast<int64_t>(pos));
     cached_.insert(cached_.end(), prompt.begin() + pos, prompt.begin() + pos + n);
   }
   // Prefill ends when the first token is known (reading it waits for the device).
