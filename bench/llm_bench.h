@@ -1,7 +1,9 @@
 // What the model benchmarks share: a demo model of a given shape written to a temporary GGUF, and
 // a timed generate() (warm-up first, so compiles are not timed) on a prompt with no prefix reuse.
 #pragma once
+#include <unistd.h>
 #include <algorithm>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -51,6 +53,7 @@ struct TempModel {
       : path((std::filesystem::temp_directory_path() / (name + ".gguf")).string()) {
     auto t0 = clock_type::now();
     llm::write_demo_model(path, o);
+    ::sync();  // written back now, not while the model runs
     std::printf("wrote %s in %.1f s\n", path.c_str(), seconds(t0));
   }
   ~TempModel() { std::filesystem::remove(path); }
