@@ -2,8 +2,8 @@
 // a timed generate() (warm-up first, so compiles are not timed) on a prompt with no prefix reuse.
 #pragma once
 #include <unistd.h>
-#include <algorithm>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
