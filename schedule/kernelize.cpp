@@ -307,6 +307,12 @@ class KernelBuilder {
           if (x.op() == Op::RANGE) used.insert(x);
       for (const UOp& r : c.scope)
         if (!used.count(r) && !(u == out_)) throw NeedMaterialize{u};
+      // A reduce inside another reduce's loop is materialized too: computed once per outer
+      // iteration it is a whole matmul nested in a reduction, a kernel the code generator gives
+      // no vector lanes, and whatever else reads it would compute it again (a norm of a block's
+      // output recomputed the block's down projection twice, 18 ms per Q4_K decode step).
+      for (const UOp& r : c.scope)
+        if (r.arg_as<RangeArg>().type == AxisType::Reduce && !(u == out_)) throw NeedMaterialize{u};
       Ctx s = c;
       const Shape& in = shape_of(u.src(0));
       for (int64_t a : u.arg_as<ReduceArg>().axes) {

@@ -45,6 +45,22 @@ TEST_CASE("softmax over the last axis is at most 3 kernels") {
   CHECK(kernels({out}) <= 3);
 }
 
+TEST_CASE("a reduce over a matmul's outputs gets the matmul as its own kernel, not nested") {
+  // sum((a @ b)^2) and (a @ b) * that sum: the matmul is materialized once; nested in the sum it
+  // would run as an unvectorized kernel and be computed again by the second reader.
+  int64_t n = 1, k = 64, m = 16;
+  UOp a = input({n, k}), b = input({k, m});
+  UOp mm = matmul(a, b, n, k, m);
+  UOp total = reduce(mm * mm, Op::ADD, {1});  // (n, 1)
+  Schedule s = create_schedule({mm * mop(Op::EXPAND, total, {n, m})});
+  CHECK(s.items.size() == 3);
+  for (const ScheduleItem& item : s.items) {
+    size_t reduces = 0;
+    for (const UOp& u : item.ast.toposort()) reduces += u.op() == Op::REDUCE;
+    CHECK(reduces <= 1);
+  }
+}
+
 TEST_CASE("realized inputs cost no kernel; identical kernels have identical ASTs") {
   UOp a = input({3, 5});
   CHECK(kernels({a}) == 0);
