@@ -69,15 +69,21 @@ std::vector<float> expected(const std::vector<float>& x, const std::vector<float
   return out;
 }
 
+// The 64-float cache the body sums a symbolic prefix of, with its values.
+struct Cache {
+  std::vector<float> data = random_vec(64, 1);
+  UOp buffer = new_buffer("CPU", dtypes::float32, 64);
+  Cache() { copy_in(buffer, std::as_bytes(std::span(data))); }
+  UOp view() const { return buffer_view(buffer, make_shape({64})); }
+};
+
 }  // namespace
 
 TEST_CASE("every T and several start_pos through one capture, no compile or schedule on replay") {
   ProgramCache::instance();
   GraphJit jit(body, "test_jit");
-  auto cache_data = random_vec(64, 1);
-  UOp cache = new_buffer("CPU", dtypes::float32, 64);
-  copy_in(cache, std::as_bytes(std::span(cache_data)));
-  UOp cache_view = buffer_view(cache, make_shape({64}));
+  const Cache cache;
+  UOp cache_view = cache.view();
   int64_t call = 0;
   for (int64_t start : {0, 5, 31})
     for (int64_t t = 1; t <= 32; ++t) {
@@ -92,7 +98,7 @@ TEST_CASE("every T and several start_pos through one capture, no compile or sche
         CHECK(after.compiles == before.compiles);
       }
       std::vector<float> got = read(out[0], static_cast<size_t>(t));
-      std::vector<float> want = expected(x, cache_data, t, start);
+      std::vector<float> want = expected(x, cache.data, t, start);
       for (int64_t r = 0; r < t; ++r) CHECK(got[r] == doctest::Approx(want[r]).epsilon(1e-5));
       ++call;
     }
@@ -102,15 +108,12 @@ TEST_CASE("every T and several start_pos through one capture, no compile or sche
 TEST_CASE("DEBUG=2 times every replayed kernel, as it times kernels run through realize") {
   ProgramCache::instance();
   GraphJit jit(body, "test_jit");
-  auto cache_data = random_vec(64, 1);
-  UOp cache = new_buffer("CPU", dtypes::float32, 64);
-  copy_in(cache, std::as_bytes(std::span(cache_data)));
+  const Cache cache;
   UOp in = symbolic_input(random_vec(32 * 8, 2));
   ScopedKnob debug(Knob::DEBUG, "2");
-  for (int call = 0; call < 2; ++call)
-    jit({in, buffer_view(cache, make_shape({64}))}, {{"T", 3}, {"start_pos", 1}});
+  for (int call = 0; call < 2; ++call) jit({in, cache.view()}, {{"T", 3}, {"start_pos", 1}});
   const std::string log = capture_stderr([&] {
-    jit({in, buffer_view(cache, make_shape({64}))}, {{"T", 4}, {"start_pos", 2}});
+    jit({in, cache.view()}, {{"T", 4}, {"start_pos", 2}});
   });
   CHECK(log.find("test_jit: replaying") != std::string::npos);
   size_t lines = 0;
