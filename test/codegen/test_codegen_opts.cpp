@@ -144,6 +144,20 @@ TEST_CASE("NOOPT=1 turns the heuristic off; the heuristic tiles a GEMM") {
   CHECK(codegen(matmul_ast(8, 8, 8), cpu_codegen_target(), {.max_threads = 2}).cpu_threads == 1);
 }
 
+TEST_CASE("threads: an elementwise kernel gets a second core by its work, not its size alone") {
+  // 64K elements: a plain add is not worth a second core, a SiLU-like chain of ops is.
+  const int64_t n = 1 << 16;
+  UOp o = buf(0, dtypes::float32, n), a = buf(1, dtypes::float32, n),
+      b = buf(2, dtypes::float32, n);
+  UOp i = UOp::range(n, 0);
+  UOp x = load(a, i), y = load(b, i);
+  UOp add = sink({store(o, i, x + y)});
+  UOp silu = x * (UOp::cnst(dtypes::float32, 1.0) + (-x).alu(Op::EXP2)).alu(Op::RECIP);
+  UOp heavy = sink({store(o, i, silu * y + x.alu(Op::SQRT))});
+  CHECK(codegen(add, cpu_codegen_target(), {.max_threads = 2}).cpu_threads == 1);
+  CHECK(codegen(heavy, cpu_codegen_target(), {.max_threads = 2}).cpu_threads == 2);
+}
+
 TEST_CASE("threads over a symbolic range split at run time") {
   // out[i] = a[i] * n for i < m, threaded over the variable-length axis
   UOp m = UOp::variable("m", 1, 64), nv = UOp::variable("n", 0, 9);
