@@ -30,10 +30,11 @@ JitStats& jit_stats() {
 }
 
 void print_kernel_line(const std::string& device, const KernelSource& src, double seconds,
-                       double flops, double bytes) {
+                       const UOp& flops, const VarVals& vars, double bytes) {
+  // A launch captured below DEBUG=2 has no estimate.
+  const double f = flops ? launch_flops(flops, vars) : 0;
   fmt::print(stderr, "{:<6} {:<28} {:>9.3f} ms  {:>8.2f} GFLOP/s  {:>8.2f} GB/s  {}\n", device,
-             src.name, seconds * 1e3, flops / seconds * 1e-9, bytes / seconds * 1e-9,
-             src.opts_desc);
+             src.name, seconds * 1e3, f / seconds * 1e-9, bytes / seconds * 1e-9, src.opts_desc);
 }
 
 void run_exec_item(const ExecItem& item, const VarVals& var_vals) {
@@ -192,7 +193,7 @@ void GraphJit::replay(const std::vector<UOp>& in_bufs, const VarVals& vars) {
       print_kernel_line(
           "replay", l.program->source(),
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), l.flops,
-          bytes);
+          vars, bytes);
     }
   }
 }

@@ -14,6 +14,7 @@
 #include "schedule/schedule.h"
 #include "uop/env.h"
 #include "uop/error.h"
+#include "uop/symbolic.h"
 #include "uop/verify.h"
 
 namespace ugrad {
@@ -53,25 +54,6 @@ std::shared_ptr<Program> program_for(Device& device, const UOp& ast) {
   std::shared_ptr<Program> p = device.compile(codegen(ast, device.target()));
   programs.emplace(key, p);
   return p;
-}
-
-// Rough work estimates for DEBUG=2: flops = ALU ops times the iterations enclosing them, counted
-// after gathers became loads (as the kernel runs them).
-double estimate_flops(const UOp& kernel) {
-  const UOp ast = gather_loads(kernel);
-  auto value_of = [&](const UOp& end) -> double {
-    if (end.is_const()) return static_cast<double>(end.const_int());
-    return static_cast<double>(end.vmax());  // symbolic: the upper bound
-  };
-  double flops = 0;
-  for (const UOp& u : ast.toposort()) {
-    if (!is_alu(u.op()) || u.dtype().scalar == Scalar::Index || u.op() == Op::CAST) continue;
-    double iters = 1;
-    for (const UOp& r : u.toposort())
-      if (r.op() == Op::RANGE) iters *= value_of(r.src(0));
-    flops += iters;
-  }
-  return flops;
 }
 
 const UOp& buffer_arg_node(const UOp& buffer) {
@@ -179,7 +161,7 @@ std::vector<UOp> realize(std::span<const UOp> bound_roots,
     check_writable(item);
     const std::string& dev_name = item.buffers.at(0).arg_as<BufferArg>().device;
     Device& device = get_device(dev_name);
-    ExecItem exec{&device, program_for(device, item.ast), item.buffers};
+    ExecItem exec{&device, program_for(device, item.ast), item.buffers, UOp()};
     if (debug_level() >= 2) exec.flops = estimate_flops(item.ast);
     if (CaptureScope* capture = CaptureScope::current()) capture->items.push_back(exec);
     auto t0 = std::chrono::steady_clock::now();
@@ -191,10 +173,42 @@ std::vector<UOp> realize(std::span<const UOp> bound_roots,
       print_kernel_line(
           dev_name, exec.program->source(),
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), exec.flops,
-          bytes);
+          var_vals, bytes);
     }
   }
   return sched.outputs;
+}
+
+UOp estimate_flops(const UOp& kernel) {
+  const UOp ast = gather_loads(kernel);
+  std::map<std::vector<UOp>, int64_t> ops_by_ranges;  // ALU ops per set of enclosing ranges
+  for (const UOp& u : ast.toposort()) {
+    const bool op = (is_alu(u.op()) && u.op() != Op::CAST) || u.op() == Op::REDUCE;
+    if (!op || u.dtype().scalar == Scalar::Index) continue;
+    std::vector<UOp> ranges;
+    for (const UOp& r : u.toposort())
+      if (r.op() == Op::RANGE) ranges.push_back(r);
+    ++ops_by_ranges[ranges];
+  }
+  UOp flops = UOp::cnst_int(dtypes::index, 0);
+  for (const auto& [ranges, ops] : ops_by_ranges) {
+    UOp term = UOp::cnst_int(dtypes::index, ops);
+    for (const UOp& r : ranges) term = term * r.src(0);
+    flops = flops + term;
+  }
+  return flops;
+}
+
+double launch_flops(const UOp& estimate,
+                    const std::vector<std::pair<std::string, int64_t>>& var_vals) {
+  std::vector<std::pair<UOp, UOp>> bound;
+  for (const UOp& u : estimate.toposort())
+    if (u.op() == Op::PARAM && u.arg_as<ParamArg>().slot < 0)
+      for (const auto& [name, value] : var_vals)
+        if (name == u.arg_as<ParamArg>().name)
+          bound.emplace_back(u, UOp::cnst_int(dtypes::index, value));
+  const UOp n = simplify(estimate.substitute(bound));
+  return static_cast<double>(n.is_const() ? n.const_int() : n.vmax());
 }
 
 }  // namespace ugrad

@@ -36,4 +36,12 @@ void copy_out(const UOp& buffer, std::span<std::byte> data);
 /// The BUFFER node under a realized node (RESHAPE/SHRINK chains of a BUFFER), or an empty UOp.
 UOp realized_buffer(const UOp& node);
 
+/// DEBUG=2's work estimate of a kernel AST: its ALU ops (a reduction's accumulate included) times
+/// the iterations enclosing them, an index expression over the kernel's variables (a KV cache's
+/// symbolic length).
+UOp estimate_flops(const UOp& kernel);
+/// That estimate for one launch: the variables bound to `var_vals` (unbound ones at their maximum).
+double launch_flops(const UOp& estimate,
+                    const std::vector<std::pair<std::string, int64_t>>& var_vals);
+
 }  // namespace ugrad

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "runtime/realize.h"
+#include "schedule/schedule.h"
 #include "test/graph_helpers.h"
 #include "uop/env.h"
 #include "uop/error.h"
@@ -135,6 +136,18 @@ TEST_CASE("a symbolic length: the same kernel serves every bound value") {
   }
   CHECK_THROWS_WITH_AS(run(s, {}), doctest::Contains("variable 'T' is not bound"), Error);
   CHECK_THROWS_WITH_AS(run(s, {{"T", 33}}), doctest::Contains("outside its range"), Error);
+}
+
+TEST_CASE("DEBUG=2's work estimate of a symbolic-length kernel uses the bound length") {
+  UOp x = from(random_vec(32, 9), {32});
+  UOp t = UOp::variable("T", 1, 32);
+  UOp s = reduce(UOp::make(Op::SHRINK, x.dtype(), {x, dim(0), t}), Op::ADD, {0});
+  Schedule sched = create_schedule({s});
+  REQUIRE(sched.items.size() == 1);
+  const UOp estimate = estimate_flops(sched.items[0].ast);
+  CHECK(launch_flops(estimate, {{"T", 7}}) == 7);  // one add per element summed
+  CHECK(launch_flops(estimate, {{"T", 32}}) == 32);
+  CHECK(launch_flops(estimate, {}) == 32);  // unbound: its maximum
 }
 
 TEST_CASE("assign into a slice of a realized buffer") {
