@@ -221,9 +221,9 @@ TEST_CASE("float32 exp2 on the CPU: within 2 ulp of libm, exact at integers, and
   // densely over the whole float32 range and at the edges: subnormal results, overflow, inf, NaN.
   std::vector<float> xs;
   for (double v = -151; v <= 129; v += 1.0 / 64) xs.push_back(static_cast<float>(v));
-  for (float v : {0.5f, -0.5f, 0.49999997f, -0.49999997f, 1e-8f, -1e-8f, 127.99999f, 128.0f,
-                  -126.0f, -149.0f, -149.5f, -150.0f, -160.0f, 200.0f, -200.0f, INFINITY,
-                  -INFINITY, NAN})
+  for (float v :
+       {0.5f, -0.5f, 0.49999997f, -0.49999997f, 1e-8f, -1e-8f, 127.99999f, 128.0f, -126.0f, -149.0f,
+        -149.5f, -150.0f, -160.0f, 200.0f, -200.0f, INFINITY, -INFINITY, NAN})
     xs.push_back(v);
   while (xs.size() % 16 != 0) xs.push_back(0);
   const int n = static_cast<int>(xs.size());
