@@ -307,10 +307,10 @@ class KernelBuilder {
           if (x.op() == Op::RANGE) used.insert(x);
       for (const UOp& r : c.scope)
         if (!used.count(r) && !(u == out_)) throw NeedMaterialize{u};
-      // A reduce inside another reduce's loop is materialized too: computed once per outer
-      // iteration it is a whole matmul nested in a reduction, a kernel the code generator gives
-      // no vector lanes, and whatever else reads it would compute it again (a norm of a block's
-      // output recomputed the block's down projection twice, 18 ms per Q4_K decode step).
+      // A reduce inside another reduce's loop is materialized too: nested, it is a whole matmul
+      // inside a reduction, a kernel the code generator gives no vector lanes (a norm of a block's
+      // output ran the block's down projection that way: 18 ms per Q4_K decode step). Kernels
+      // built before this one still compute it inline: they are not rebuilt.
       for (const UOp& r : c.scope)
         if (r.arg_as<RangeArg>().type == AxisType::Reduce && !(u == out_)) throw NeedMaterialize{u};
       Ctx s = c;
