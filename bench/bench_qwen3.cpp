@@ -53,11 +53,10 @@ int main(int argc, char** argv) {
   o.ffn_dim = 3072;
   o.vocab_size = 151936;
   o.weight_type = a.type;
-  bench::TempModel tmp("ugrad_bench_qwen3_" + a.type_name, o);
-  GgufFile file = GgufFile::open(tmp.path);
+  const bench::DemoRun demo = bench::run_demo("ugrad_bench_qwen3", o, a);
+  const GgufFile& file = demo.file;
+  const bench::GenerateRun& run = demo.run;
   const double weight_bytes = bench::weight_bytes(file);
-  std::unique_ptr<LanguageModel> model = load_model(file, a.prompt_len + a.decode_len + 1, "CPU");
-  const bench::GenerateRun run = bench::timed_generate(*model, a.prompt_len, a.decode_len);
 
   const double bw = bench::read_bandwidth(kThreads);
   const double roofline_tps = bw * 1e9 / weight_bytes;

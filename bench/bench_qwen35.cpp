@@ -37,8 +37,9 @@ int main(int argc, char** argv) {
   o.ssm_value_head_dim = 128;
   o.vocab_size = 151936;
   o.weight_type = a.type;
-  bench::TempModel tmp("ugrad_bench_qwen35_" + a.type_name, o);
-  GgufFile file = GgufFile::open(tmp.path);
+  const bench::DemoRun demo = bench::run_demo("ugrad_bench_qwen35", o, a);
+  const GgufFile& file = demo.file;
+  const bench::GenerateRun& run = demo.run;
   // Read once per decoded token: every weight, and each Gated DeltaNet layer's recurrent state,
   // read and written.
   const double weight_bytes = bench::weight_bytes(file);
@@ -46,8 +47,6 @@ int main(int argc, char** argv) {
   for (uint32_t i = 0; i < a.layers; ++i) gdn_layers += (i + 1) % o.full_attention_interval != 0;
   const double state_bytes = 2.0 * gdn_layers * o.ssm_value_heads * o.ssm_value_head_dim *
                              o.ssm_key_head_dim * sizeof(float);
-  std::unique_ptr<LanguageModel> model = load_model(file, a.prompt_len + a.decode_len + 1, "CPU");
-  const bench::GenerateRun run = bench::timed_generate(*model, a.prompt_len, a.decode_len);
 
   const double bw = bench::read_bandwidth(kThreads);
   const double roofline_tps = bw * 1e9 / (weight_bytes + state_bytes);

@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/bench_util.h"
@@ -86,6 +88,23 @@ inline GenerateRun timed_generate(llm::LanguageModel& model, int64_t prompt_len,
   run.decoded = r.tokens.size();
   run.decode_tps = static_cast<double>(r.tokens.size() - 1) / r.decode_seconds;
   return run;
+}
+
+/// The demo model `o` written to a temporary file (removed before returning; the opened file's
+/// mapping stays valid), loaded on the CPU with room for the prompt and the decoded tokens, and
+/// timed_generate() on it.
+struct DemoRun {
+  llm::GgufFile file;
+  GenerateRun run;
+};
+inline DemoRun run_demo(const std::string& name, const llm::DemoModelOptions& o,
+                        const LlmBenchArgs& a) {
+  TempModel tmp(name + "_" + a.type_name, o);
+  llm::GgufFile file = llm::GgufFile::open(tmp.path);
+  std::unique_ptr<llm::LanguageModel> model =
+      llm::load_model(file, a.prompt_len + a.decode_len + 1, "CPU");
+  const GenerateRun run = timed_generate(*model, a.prompt_len, a.decode_len);
+  return {std::move(file), run};
 }
 
 }  // namespace ugrad::bench
