@@ -15,6 +15,24 @@ namespace ugrad {
 
 namespace im = index_math;
 
+namespace {
+
+UOp skip_views(UOp u) {
+  while (is_movement(u.op()) || u.op() == Op::CAST) u = u.src(0);
+  return u;
+}
+
+// sum(where(x == arange, v, 0)) over the arange's axis, as tensor/indexing.cpp writes a gather.
+bool is_one_hot_sum(const UOp& red) {
+  const UOp w = skip_views(red.src(0));
+  if (w.op() != Op::WHERE) return false;
+  const UOp zero = skip_views(w.src(2)), eq = skip_views(w.src(0));
+  if (!zero.is_const(0) || eq.op() != Op::CMPEQ) return false;
+  return skip_views(eq.src(0)).op() == Op::RANGE || skip_views(eq.src(1)).op() == Op::RANGE;
+}
+
+}  // namespace
+
 UOp buffer_view(const UOp& buffer, const Shape& shape) {
   std::vector<int64_t> maxd = max_dims(shape);
   std::vector<UOp> src{buffer};
@@ -301,18 +319,20 @@ class KernelBuilder {
       out.emplace_back(u.src(0), src_ctx(u, c));
     } else if (u.op() == Op::REDUCE_AXIS) {
       // Every range in scope must index the reduce, else it would be recomputed per iteration.
-      std::unordered_set<UOp> used;
-      for (const UOp& i : c.idx)
-        for (const UOp& x : i.toposort())
-          if (x.op() == Op::RANGE) used.insert(x);
-      for (const UOp& r : c.scope)
-        if (!used.count(r) && !(u == out_)) throw NeedMaterialize{u};
       // A reduce inside another reduce's loop is materialized too: nested, it is a whole matmul
       // inside a reduction, a kernel the code generator gives no vector lanes (a norm of a block's
       // output ran the block's down projection that way: 18 ms per Q4_K decode step). Kernels
-      // built before this one still compute it inline: they are not rebuilt.
-      for (const UOp& r : c.scope)
-        if (r.arg_as<RangeArg>().type == AxisType::Reduce && !(u == out_)) throw NeedMaterialize{u};
+      // built before this one still compute it inline: they are not rebuilt. A one-hot sum (a
+      // gather) is exempt from both: the code generator turns it into one load.
+      if (!(u == out_) && !is_one_hot_sum(u)) {
+        std::unordered_set<UOp> used;
+        for (const UOp& i : c.idx)
+          for (const UOp& x : i.toposort())
+            if (x.op() == Op::RANGE) used.insert(x);
+        for (const UOp& r : c.scope)
+          if (!used.count(r) || r.arg_as<RangeArg>().type == AxisType::Reduce)
+            throw NeedMaterialize{u};
+      }
       Ctx s = c;
       const Shape& in = shape_of(u.src(0));
       for (int64_t a : u.arg_as<ReduceArg>().axes) {

@@ -129,6 +129,16 @@ Tensor shift_upper(const Tensor& x, size_t axis, int shift) {
   return upper_half(x.dims(), axis).where(idiv(x, int64_t{1} << shift), x);
 }
 
+// A (n, k) int tensor of values in [0, 64) as float32, read from a table of 0..63: x86 converts
+// an int to a float with two ALU uops and broadcasts it to a vector with a third, while a
+// broadcast load from a table uses no ALU port (the gather becomes one load, see gather_load.h).
+Tensor six_bit_float(const Tensor& v) {
+  Tensor table = Tensor::arange(64, dtypes::float32, v.device());
+  table.realize();
+  auto d = v.dims();
+  return table.reshape({64, 1}).embedding(v).reshape(d);
+}
+
 // Q4_K/Q5_K: the 8 six-bit scales and mins as (n, 8) float32.
 std::pair<Tensor, Tensor> scales_mins_k4(const Blocks& b, size_t off) {
   // Bit math in int32: on bytes x86 spends two more instructions per scale (a copy and a
@@ -137,7 +147,7 @@ std::pair<Tensor, Tensor> scales_mins_k4(const Blocks& b, size_t off) {
   Tensor lo_sc = word(off), lo_m = word(off + 4), hi = word(off + 8);
   Tensor sc = cat({lo_sc & 63, (hi & 15) + bits(lo_sc, 6, 3) * 16}, 1);
   Tensor m = cat({lo_m & 63, idiv(hi, 16) + bits(lo_m, 6, 3) * 16}, 1);
-  return {sc.cast(dtypes::float32), m.cast(dtypes::float32)};
+  return {six_bit_float(sc), six_bit_float(m)};
 }
 
 // Q4_K/Q5_K 4-bit quants: group g (64 elements) takes 32 bytes, low nibbles first: (n, 256).
@@ -146,22 +156,28 @@ Tensor k_nibbles(const Blocks& b, size_t qs_off) {
   return cat({qs & 15, idiv(qs, 16)}, 2).reshape({b.n(), kQK_K});
 }
 
+// Q4_K/Q5_K per element (n, 256): the scale d * sc and the offset -dmin * m of its sub-block. The
+// offset is added (x - y is x + -y exactly): subtracted, x86 negated it once per sub-block.
+std::pair<Tensor, Tensor> scale_offset_k4(const Blocks& b, size_t d_off, size_t dmin_off,
+                                          size_t scales_off) {
+  auto [sc, m] = scales_mins_k4(b, scales_off);
+  return {spread(b.f16(d_off) * sc, 32), spread(-b.f16(dmin_off) * m, 32)};
+}
+
 Tensor q4_k(const Blocks& b) {
-  auto [sc, m] = scales_mins_k4(b, q4_k::kScales);
-  Tensor d = spread(b.f16(q4_k::kD) * sc, 32), dm = spread(b.f16(q4_k::kDmin) * m, 32);
-  return d * k_nibbles(b, q4_k::kQs).cast(dtypes::float32) - dm;
+  auto [d, dm] = scale_offset_k4(b, q4_k::kD, q4_k::kDmin, q4_k::kScales);
+  return d * k_nibbles(b, q4_k::kQs).cast(dtypes::float32) + dm;
 }
 
 Tensor q5_k(const Blocks& b) {
-  auto [sc, m] = scales_mins_k4(b, q5_k::kScales);
-  Tensor d = spread(b.f16(q5_k::kD) * sc, 32), dm = spread(b.f16(q5_k::kDmin) * m, 32);
+  auto [d, dm] = scale_offset_k4(b, q5_k::kD, q5_k::kDmin, q5_k::kScales);
   // Sub-block j = 4j2 + 2j1 + j0 takes bit j of qh[l]: shifts chosen per bit of j, constants
   // once the sub-block is known (no table load).
   const std::vector<int64_t> dims{b.n(), 2, 2, 2, 32};
   Tensor qh = b.bytes(q5_k::kQh, 32).reshape({b.n(), 1, 1, 1, 32}).expand(dims);
   Tensor bit = shift_upper(shift_upper(shift_upper(qh, 1, 4), 2, 2), 3, 1) & 1;
   Tensor high = bit.reshape({b.n(), kQK_K}) * 16;
-  return d * (k_nibbles(b, q5_k::kQs) + high).cast(dtypes::float32) - dm;
+  return d * (k_nibbles(b, q5_k::kQs) + high).cast(dtypes::float32) + dm;
 }
 
 Tensor q6_k(const Blocks& b) {

@@ -201,7 +201,9 @@ TEST_CASE("load_moe of a layer without experts is an error") {
 
 TEST_CASE("moe_ffn kernels that read expert bytes have no loop over the experts") {
   // The experts are uint8 (Q8_0) buffers; after the gather rewrite no kernel reading one keeps a
-  // range of extent E (the one-hot sum over experts became a direct load).
+  // range of extent E (the one-hot sum over experts became a direct load), and every such kernel
+  // is a matmul (a REDUCE): the chosen experts are not dequantized into a buffer first (they were
+  // while the scheduler materialized every reduce nested in another's loop, one-hot sums too).
   Layer layer(demo(ModelArch::kQwen35Moe, GgmlType::Q8_0, 21));
   MoeWeights w = load_moe(layer.lw(), layer.config, "CPU");
   Tensor h = Tensor::from_vector(random_rows(32, 1), {32, int64_t(kDim)});
@@ -209,15 +211,17 @@ TEST_CASE("moe_ffn kernels that read expert bytes have no loop over the experts"
   int expert_kernels = 0;
   for (const ScheduleItem& item : s.items) {
     UOp ast = gather_loads(item.ast);
-    bool reads_bytes = false, loops_over_experts = false;
+    bool reads_bytes = false, loops_over_experts = false, reduces = false;
     for (const UOp& u : ast.toposort()) {
       reads_bytes = reads_bytes || (u.op() == Op::PARAM && u.dtype().base() == dtypes::uint8);
+      reduces = reduces || u.op() == Op::REDUCE;
       loops_over_experts = loops_over_experts || (u.op() == Op::RANGE && u.src(0).is_const() &&
                                                   u.src(0).const_int() == kExperts);
     }
     if (!reads_bytes) continue;
     ++expert_kernels;
     CHECK_FALSE(loops_over_experts);
+    CHECK(reduces);
   }
   CHECK(expert_kernels >= 2);  // gate/up and down (and the shared expert's)
 }
