@@ -364,6 +364,15 @@ class Renderer {
     return idx.src().size() > 2 ? val(idx.src(2), true) : all_true();
   }
 
+  // A read prefetch (locality 3, data cache) of the bytes `prefetch_bytes` past `ptr`: an address
+  // past the buffer's end is harmless (no inbounds, and a prefetch never faults).
+  void prefetch(const std::string& ptr) {
+    declares_.insert("declare void @llvm.prefetch.p0(ptr, i32, i32, i32)");
+    const std::string ahead = fresh();
+    emit("{} = getelementptr i8, ptr {}, i64 {}", ahead, ptr, target_.prefetch_bytes);
+    emit("call void @llvm.prefetch.p0(ptr {}, i32 0, i32 3, i32 1)", ahead);
+  }
+
   void load(const UOp& u) {
     const UOp& idx = u.src(0);
     const DType t = u.dtype();
@@ -386,6 +395,7 @@ class Renderer {
       emit("{} = call {} @{}({} {}, i32 {}, <{} x i1> {}, {} zeroinitializer)", r, mt, fn,
            idx_ptr_type(idx), name(idx), align, lanes_, mask_of(idx), mt);
     } else {
+      if (v && itemsize(t.base()) == 1 && target_.prefetch_bytes > 0) prefetch(name(idx));
       emit("{} = load {}, {} {}, align {}", r, mt, idx_ptr_type(idx), name(idx), align);
     }
     if (is_bool(t)) {

@@ -217,3 +217,32 @@ TEST_CASE("lane reduce: a reduce unrolled whole (outer extent 1) and a lane-inva
     check_close(got, ref, 1e-5);
   }
 }
+
+TEST_CASE("lane reduce: vector loads of bytes are prefetched ahead on the CPU, floats are not") {
+  // An int8 weight streamed by a matvec: its loads prefetch prefetch_bytes ahead; the f32 x is
+  // not prefetched, nor is anything in a float-only linear. Prefetching changes no value.
+  const int64_t N = 64, K = 1024;
+  UOp y = buf(0, dtypes::float32, N), x = buf(1, dtypes::float32, K),
+      w = buf(2, dtypes::int8, N * K);
+  UOp n = UOp::range(N, 0), k = UOp::range(K, 1, AxisType::Reduce);
+  UOp ast = sink(
+      {store(y, n, reduce(load(x, k) * load(w, n * K + k).cast(dtypes::float32), Op::ADD, {k}))});
+  std::vector<float> xv = randf(K, 43), ref(N), got(N);
+  std::vector<int8_t> wv(N * K);
+  for (size_t i = 0; i < wv.size(); ++i) wv[i] = int8_t((i * 7919) % 255 - 127);
+  compile(ast, {.noopt = 1}).run({ref.data(), xv.data(), wv.data()}, {}, 1);
+  Kernel kern = compile(ast, {.max_threads = 2});
+  const int64_t ahead = cpu_codegen_target().prefetch_bytes;
+  REQUIRE(ahead > 0);
+  auto count = [&](const std::string& what) {
+    size_t c = 0;
+    for (size_t at = 0; (at = kern.ks.src.find(what, at)) != std::string::npos; ++at) ++c;
+    return c;
+  };
+  CHECK(count("call void @llvm.prefetch") >= 1);
+  CHECK(count("call void @llvm.prefetch") == count(" x i8>, ptr"));  // one per byte vector load
+  CHECK(has(kern.ks.src, "i64 " + std::to_string(ahead)));
+  kern.run({got.data(), xv.data(), wv.data()}, {}, 2);
+  check_close(got, ref, 1e-5);
+  CHECK_FALSE(has(compile(linear_ast(1, 64, 1024), {.max_threads = 2}).ks.src, "llvm.prefetch"));
+}
