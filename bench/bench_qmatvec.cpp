@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -19,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "bench/openblas_baseline.h"
 #include "llm/quant/dequantize.h"
 #include "llm/quant/formats.h"
@@ -54,23 +54,6 @@ double best_seconds(F&& f, double min_seconds = 0.05) {
     best = std::min(best, seconds(t0) / calls);
   }
   return best;
-}
-
-// Read bandwidth with every pool thread summing its share of a buffer larger than the caches.
-double read_bandwidth() {
-  std::vector<uint64_t> v(size_t{512} << 20 >> 3, 1);
-  std::atomic<uint64_t> sink{0};
-  double t = best_seconds(
-      [&] {
-        ThreadPool::instance().parallel_for(int64_t(v.size()), [&](int64_t b, int64_t e) {
-          uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-          for (int64_t i = b; i + 3 < e; i += 4)
-            s0 += v[i], s1 += v[i + 1], s2 += v[i + 2], s3 += v[i + 3];
-          sink += s0 + s1 + s2 + s3;
-        });
-      },
-      0.2);
-  return double(v.size() * 8) / t * 1e-9;
 }
 
 struct Weight {
@@ -172,7 +155,7 @@ int main(int argc, char** argv) {
   }
   const int64_t cores = ThreadPool::instance().num_threads();
   openblas_set_num_threads(int(cores));
-  const double bw = read_bandwidth();
+  const double bw = bench::read_bandwidth(int(cores));
   fmt::print("quantized linear, {} threads, read bandwidth {:.2f} GB/s, OpenBLAS core {}\n", cores,
              bw, openblas_get_corename());
   fmt::print("{:<6} {:>13} | {:>9} {:>9} {:>8} | {:>10} {:>10} {:>8} | {:>8}\n", "type", "out x in",
