@@ -22,7 +22,8 @@ UOp skip_views(UOp u) {
   return u;
 }
 
-// sum(where(x == arange, v, 0)) over the arange's axis, as tensor/indexing.cpp writes a gather.
+// sum(where(x == arange, v, 0)), as tensor/indexing.cpp writes a gather. The summed axis is not
+// checked: such a sum over another axis is exempt too, and computed in place, loop and all.
 bool is_one_hot_sum(const UOp& red) {
   const UOp w = skip_views(red.src(0));
   if (w.op() != Op::WHERE) return false;
