@@ -129,14 +129,14 @@ Tensor shift_upper(const Tensor& x, size_t axis, int shift) {
   return upper_half(x.dims(), axis).where(idiv(x, int64_t{1} << shift), x);
 }
 
-// A (n, k) int tensor of values in [0, 64) as float32, read from a table of 0..63: x86 converts
+// (n, k) int tensors of values in [0, 64) as float32, read from one table of 0..63: x86 converts
 // an int to a float with two ALU uops and broadcasts it to a vector with a third, while a
 // broadcast load from a table uses no ALU port (the gather becomes one load, see gather_load.h).
-Tensor six_bit_float(const Tensor& v) {
-  Tensor table = Tensor::arange(64, dtypes::float32, v.device());
+std::pair<Tensor, Tensor> six_bit_floats(const Tensor& a, const Tensor& b) {
+  Tensor table = Tensor::arange(64, dtypes::float32, a.device());
   table.realize();
-  auto d = v.dims();
-  return table.reshape({64, 1}).embedding(v).reshape(d);
+  table = table.reshape({64, 1});
+  return {table.embedding(a).reshape(a.dims()), table.embedding(b).reshape(b.dims())};
 }
 
 // Q4_K/Q5_K: the 8 six-bit scales and mins as (n, 8) float32.
@@ -147,7 +147,7 @@ std::pair<Tensor, Tensor> scales_mins_k4(const Blocks& b, size_t off) {
   Tensor lo_sc = word(off), lo_m = word(off + 4), hi = word(off + 8);
   Tensor sc = cat({lo_sc & 63, (hi & 15) + bits(lo_sc, 6, 3) * 16}, 1);
   Tensor m = cat({lo_m & 63, idiv(hi, 16) + bits(lo_m, 6, 3) * 16}, 1);
-  return {six_bit_float(sc), six_bit_float(m)};
+  return six_bit_floats(sc, m);
 }
 
 // Q4_K/Q5_K 4-bit quants: group g (64 elements) takes 32 bytes, low nibbles first: (n, 256), with
