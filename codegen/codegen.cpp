@@ -13,6 +13,7 @@
 #include "codegen/gpu_decomp.h"
 #include "codegen/gpu_dims.h"
 #include "codegen/gpu_opts.h"
+#include "codegen/lane_permute.h"
 #include "codegen/linearize.h"
 #include "codegen/lower_index.h"
 #include "codegen/lower_reduce.h"
@@ -153,6 +154,7 @@ KernelSource codegen(const UOp& kernel, const CodegenTarget& target,
   GpuDims dims;
   if (target.is_gpu) k = gpu_dims(k, target, dims);
   k = graph_rewrite(k, pm_simplify_valid());
+  k = lane_permutes(k, target);
   k = lower_reduces(k);
   if (target.is_gpu) k = fuse_gpu_accumulators(k);
   k = decompose(k, target);
@@ -163,10 +165,11 @@ KernelSource codegen(const UOp& kernel, const CodegenTarget& target,
     program = gpu_guard_program(dims.guard ? simplify(dims.guard) : UOp(), program);
   if (debug >= 3)
     fmt::print("  passes: {}\n",
-               target.is_gpu ? "opt gpu_opts expand gpu_dims symbolic lower_reduce "
-                               "fuse_accumulators decomp lower_index gpu_decomp linearize "
-                               "gpu_guard render_llvm"
-                             : "opt expand symbolic lower_reduce decomp linearize render_llvm");
+               target.is_gpu
+                   ? "opt gpu_opts expand gpu_dims symbolic lower_reduce "
+                     "fuse_accumulators decomp lower_index gpu_decomp linearize "
+                     "gpu_guard render_llvm"
+                   : "opt expand symbolic lane_permute lower_reduce decomp linearize render_llvm");
   if (debug >= 6) fmt::print("{}", print_linear(program));
   ks.src = render_llvm(program, sig, target, ks.entry, target.is_gpu ? gpu_local_threads(dims) : 1);
   if (debug >= 4) fmt::print("{}\n", ks.src);

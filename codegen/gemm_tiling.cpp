@@ -69,7 +69,22 @@ std::optional<std::vector<Opt>> gemm_tiling_opts(const UOp& ast, const CodegenTa
   // each A tile is read from cache for all of them.
   const int64_t k_extent = red.src(1).src(0).is_const() ? red.src(1).src(0).const_int() : 0;
   const int64_t row_bytes = n.src(0).const_int() * int64_t(itemsize(b.dtype().base()));
-  if (!target.is_gpu && k_extent >= 64 && k_extent * tn <= kMaxPackElements && row_bytes >= 1024) {
+  const bool pack =
+      !target.is_gpu && k_extent >= 64 && k_extent * tn <= kMaxPackElements && row_bytes >= 1024;
+  if (!pack) {
+    // A tile of few rows takes copies of its column vector while the accumulators fit in half the
+    // registers: attention's weighted sum of values at decode (2 query rows per key/value head)
+    // ran 2 x 32 columns, each accumulator one FMA per key (latency-bound) and each pass over the
+    // values reading a quarter of every row.
+    const int64_t registers =
+        std::max<int64_t>(1, tn * itemsize(red.dtype().base()) / std::max(target.simd_bytes, 1));
+    int64_t copies = 1;
+    while (tm * registers * copies * 2 <= vector_registers(target) / 2 &&
+           n.src(0).const_int() % (tn * copies * 2) == 0)
+      copies *= 2;
+    if (copies > 1) opts.push_back({OptType::Upcast, n_axis, copies});
+  }
+  if (pack) {
     const int64_t tiles = n.src(0).const_int() / tn;
     for (int64_t panels : {4, 2})
       if (tiles % panels == 0 && tiles / panels >= 2 &&

@@ -21,9 +21,6 @@ constexpr int64_t kGroupCandidates[] = {1, 2, 4, 8, 16};
 constexpr int64_t kMaxUpcast = 8;
 constexpr double kMinSaving = 0.04;
 
-// x86-64: 32 vector registers with AVX-512, 16 below it.
-int64_t vector_registers(const CodegenTarget& target) { return target.simd_bytes >= 64 ? 32 : 16; }
-
 bool has_lane_axis(const UOp& expanded) {
   for (const UOp& u : expanded.toposort())
     if (u.op() == Op::RANGE && u.arg_as<RangeArg>().type == AxisType::Unroll) return true;

@@ -204,7 +204,7 @@ std::vector<Opt> heuristic_opts(const UOp& ast, const CodegenTarget& target, int
                             [](const Opt& o) { return o.type == OptType::Upcast; });
     if (tiled && vec != opts.rend())
       for (const UOp& r : outs)
-        if (r.arg_as<RangeArg>().axis == vec->axis) outer = r;
+        if (r.arg_as<RangeArg>().axis == vec->axis && extent(r) >= cores) outer = r;
     if (laned) {  // dot products: the largest operand (the weight) is read once
       const std::vector<int64_t> axes = largest_input_axes(ast);
       for (const UOp& r : outs)

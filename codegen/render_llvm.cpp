@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "codegen/affine.h"
+#include "codegen/lane_permute.h"
 #include "codegen/linearize.h"
 #include "codegen/llvm_types.h"
 #include "uop/error.h"
@@ -184,10 +185,12 @@ class Renderer {
         emit("fence syncscope(\"workgroup\") acquire");
         declares_.insert("declare void @llvm.amdgcn.s.barrier()");
         return;
+      case Op::CUSTOM:
+        if (u.arg_as<std::string>() == kLanePermute) return lane_permute(u);
+        return gpu_vector_op(u);
       case Op::VECTORIZE:
       case Op::GEP:
       case Op::WMMA:
-      case Op::CUSTOM:
         return gpu_vector_op(u);
       case Op::DEFINE_REG: {
         if (names_.count(u)) return;  // placed again in a later scope: one alloca serves all
@@ -637,6 +640,53 @@ class Renderer {
         internal_error("render_llvm: {} should have been decomposed", op_name(op));
     }
     names_[u] = r;
+  }
+
+  // lane_permute(table, index) on x86 AVX-512: vpermps on each 16 lanes, from the table's first 16.
+  void lane_permute(const UOp& u) {
+    const UOp &table = u.src(0), &index = u.src(1);
+    if (lanes_ % 16 != 0) internal_error("render_llvm: lane_permute on {} lanes", lanes_);
+    vec_[u] = true;
+    const std::string t = val(table, true);
+    std::string i = val(index, true);
+    const std::string it = ltype(index.dtype().base());
+    if (it != "i32") {
+      std::string w = fresh();
+      emit("{} = {} <{} x {}> {} to <{} x i32>", w, bits(index.dtype()) < 32 ? "zext" : "trunc",
+           lanes_, it, i, lanes_);
+      i = w;
+    }
+    auto part = [&](const std::string& v, const std::string& ty, int64_t from) {
+      if (lanes_ == 16) return v;
+      std::string mask, r = fresh();
+      for (int64_t j = 0; j < 16; ++j) mask += fmt::format("{}i32 {}", j ? ", " : "", from + j);
+      emit("{} = shufflevector <{} x {}> {}, <{} x {}> poison, <16 x i32> <{}>", r, lanes_, ty, v,
+           lanes_, ty, mask);
+      return r;
+    };
+    const std::string fn = "llvm.x86.avx512.permvar.sf.512";
+    declares_.insert(fmt::format("declare <16 x float> @{}(<16 x float>, <16 x i32>)", fn));
+    const std::string low = part(t, "float", 0);
+    std::vector<std::string> parts;
+    for (int64_t c = 0; c < lanes_; c += 16) {
+      std::string r = fresh();
+      emit("{} = call <16 x float> @{}(<16 x float> {}, <16 x i32> {})", r, fn, low,
+           part(i, "i32", c));
+      parts.push_back(r);
+    }
+    for (int64_t n = 16; parts.size() > 1; n *= 2) {  // concatenate pairwise
+      std::vector<std::string> next;
+      std::string mask;
+      for (int64_t j = 0; j < 2 * n; ++j) mask += fmt::format("{}i32 {}", j ? ", " : "", j);
+      for (size_t j = 0; j < parts.size(); j += 2) {
+        std::string r = fresh();
+        emit("{} = shufflevector <{} x float> {}, <{} x float> {}, <{} x i32> <{}>", r, n, parts[j],
+             n, parts[j + 1], 2 * n, mask);
+        next.push_back(r);
+      }
+      parts = std::move(next);
+    }
+    names_[u] = parts[0];
   }
 
   // ---- GPU: launch indices and explicit vector ops (WMMA fragments, dot4 operands).

@@ -15,6 +15,7 @@ CodegenTarget cpu_codegen_target() {
   // 2 KiB ahead (Q8_0: 14.5 -> 19.0; 1 and 4 KiB were no better; f16 and f32 loads, also the
   // activations', gained nothing and slowed 32-row matmuls).
   t.prefetch_bytes = 2048;
+  t.has_lane_permute = t.simd_bytes >= 64;
   return t;
 }
 

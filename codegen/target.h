@@ -9,20 +9,26 @@ namespace ugrad {
 /// (kernel calling convention, address spaces, workitem ids) and the capabilities below steer
 /// the decompositions and the optimizer.
 struct CodegenTarget {
-  std::string name;              // "cpu", "gfx1100"
-  std::string triple;            // LLVM target triple
-  bool is_gpu = false;           // GPU: launch dims instead of a core_id loop split
-  int simd_bytes = 32;           // preferred vector register width in bytes
-  bool native_half = false;      // half arithmetic is native (else computed in float32)
-  bool native_bfloat16 = false;  // bfloat16 arithmetic is native (else computed in float32)
-  int wave_size = 1;             // GPU wave (warp) width; 1 on CPUs
-  int max_local_bytes = 0;       // workgroup-shared memory (LDS) per workgroup
-  bool has_wmma = false;         // matrix-multiply-accumulate intrinsics (RDNA3 WMMA)
-  bool has_dot4 = false;         // int8 dot-product intrinsics (sdot4/udot4)
-  int prefetch_bytes = 0;        // vector loads of bytes prefetch this far ahead (0: none)
-  int global_address_space = 0;  // LLVM address space of buffer pointers
-  int local_address_space = 3;   // LLVM address space of workgroup-shared memory
+  std::string name;               // "cpu", "gfx1100"
+  std::string triple;             // LLVM target triple
+  bool is_gpu = false;            // GPU: launch dims instead of a core_id loop split
+  int simd_bytes = 32;            // preferred vector register width in bytes
+  bool native_half = false;       // half arithmetic is native (else computed in float32)
+  bool native_bfloat16 = false;   // bfloat16 arithmetic is native (else computed in float32)
+  int wave_size = 1;              // GPU wave (warp) width; 1 on CPUs
+  int max_local_bytes = 0;        // workgroup-shared memory (LDS) per workgroup
+  bool has_wmma = false;          // matrix-multiply-accumulate intrinsics (RDNA3 WMMA)
+  bool has_dot4 = false;          // int8 dot-product intrinsics (sdot4/udot4)
+  int prefetch_bytes = 0;         // vector loads of bytes prefetch this far ahead (0: none)
+  bool has_lane_permute = false;  // 16 floats permuted across vector lanes (x86 AVX-512 vpermps)
+  int global_address_space = 0;   // LLVM address space of buffer pointers
+  int local_address_space = 3;    // LLVM address space of workgroup-shared memory
 };
+
+/// Vector registers of the target's SIMD width (x86-64: 32 with AVX-512, 16 below it).
+inline int vector_registers(const CodegenTarget& target) {
+  return target.simd_bytes >= 64 ? 32 : 16;
+}
 
 /// The host CPU (x86-64): SIMD width from the build host's widest vector ISA.
 CodegenTarget cpu_codegen_target();

@@ -1,6 +1,8 @@
 // Differential tests: NOOPT vs the heuristic vs forced opts, 1 vs 2 cores.
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <numeric>
 
@@ -52,6 +54,24 @@ TEST_CASE("opts: NOOPT, heuristic, forced tiles and threads agree on a matmul") 
       std::vector<float> f = run_matmul(ast, M, N, K, {.opts = opts}, cores);
       for (size_t x = 0; x < ref.size(); ++x) CHECK(f[x] == doctest::Approx(ref[x]).epsilon(1e-5));
     }
+  }
+}
+
+TEST_CASE("a GEMM tile of few rows takes copies of its column vector; equal to NOOPT") {
+  // Attention's weighted sum of values at decode: 2 query rows, 128 value columns, 300 keys.
+  const int M = 2, N = 128, K = 300;
+  UOp ast = matmul_ast(M, N, K);
+  std::vector<float> ref = run_matmul(ast, M, N, K, {.noopt = 1}, 1);
+  KernelSource ks = codegen(ast, cpu_codegen_target(), {.max_threads = 2});
+  CAPTURE(ks.opts_desc);
+  const int64_t lanes = cpu_codegen_target().simd_bytes / 4;
+  // 2 rows x 2 registers of lanes x copies: half the vector registers hold accumulators
+  const int64_t copies = vector_registers(cpu_codegen_target()) / 2 / (2 * 2);
+  CHECK(ks.opts_desc.find(fmt::format("UPCAST(1,{}) UPCAST(1,{})", 2 * lanes, copies)) !=
+        std::string::npos);
+  for (int64_t cores : {1, 2}) {
+    std::vector<float> h = run_matmul(ast, M, N, K, {.max_threads = 2}, cores);
+    for (size_t x = 0; x < ref.size(); ++x) CHECK(h[x] == doctest::Approx(ref[x]).epsilon(1e-5));
   }
 }
 

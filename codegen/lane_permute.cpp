@@ -1,0 +1,89 @@
+#include "codegen/lane_permute.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+namespace ugrad {
+
+namespace {
+
+// Table lookups only pay where they replace at least this many vector ops (a lone int-to-float
+// conversion is one op either way).
+constexpr int kMinOps = 2;
+constexpr int64_t kTableSize = 16;
+
+bool is_lane_axis(const UOp& u) {
+  if (u.op() != Op::RANGE) return false;
+  const AxisType t = u.arg_as<RangeArg>().type;
+  return t == AxisType::Unroll || t == AxisType::Upcast;
+}
+
+// Per node: the lane axis it depends on (null: lane-invariant), and, for nodes that depend on it
+// only through one integer in [0, 16), that integer and the vector ops above it.
+struct Info {
+  UOp lane;
+  UOp index;  // null: no single 4-bit index (a load, a second index, ...)
+  int ops = 0;
+};
+
+Info info_of(const UOp& u, const std::unordered_map<UOp, Info>& done) {
+  if (is_lane_axis(u)) return {u, UOp(), 0};
+  Info out;
+  bool open = true;  // every lane-varying source goes through the same index so far
+  for (const UOp& s : u.src()) {
+    const Info& i = done.at(s);
+    if (!i.lane) continue;
+    if (!out.lane) {
+      out = i;
+    } else if (!(i.index == out.index) || !i.index) {
+      open = false;
+    } else {
+      out.ops += i.ops;
+    }
+  }
+  if (!out.lane) return out;
+  const bool arith = is_alu(u.op()) || u.op() == Op::CAST;
+  if (open && out.index && arith) {  // a function of the index
+    out.ops += 1;
+    return out;
+  }
+  const DType t = u.dtype();
+  if (open && arith && is_int(t) && t.count == 1 && u.vmin() >= 0 && u.vmax() < kTableSize)
+    return {out.lane, u, 0};  // where the lanes first meet in a 4-bit value
+  return {out.lane, UOp(), 0};
+}
+
+}  // namespace
+
+UOp lane_permutes(const UOp& expanded, const CodegenTarget& target) {
+  if (!target.has_lane_permute) return expanded;
+  const std::vector<UOp> nodes = expanded.toposort();
+  std::unordered_map<UOp, Info> info;
+  std::unordered_map<UOp, std::vector<UOp>> users;
+  for (const UOp& u : nodes) {
+    info.emplace(u, info_of(u, info));
+    for (const UOp& s : u.src()) users[s].push_back(u);
+  }
+  auto eligible = [&](const UOp& u) {
+    const Info& i = info.at(u);
+    return i.index && !(i.index == u) && u.dtype() == dtypes::float32 &&
+           i.lane.src(0).const_int() >= kTableSize && i.ops >= kMinOps;
+  };
+  std::vector<std::pair<UOp, UOp>> repl;
+  for (const UOp& u : nodes) {
+    if (!eligible(u)) continue;
+    bool outermost = true;  // a user that is itself a lookup of the same index covers u
+    for (const UOp& p : users[u])
+      if (eligible(p) && info.at(p).index == info.at(u).index) outermost = false;
+    if (!outermost) continue;
+    const Info& i = info.at(u);
+    const UOp table = u.substitute({{i.index, i.lane.cast(i.index.dtype())}});
+    UOp index = i.index;
+    if (index.op() == Op::AND && index.src(1).is_const() && index.src(1).const_int() == 15)
+      index = index.src(0);
+    repl.emplace_back(u, UOp::make(Op::CUSTOM, u.dtype(), {table, index}, kLanePermute));
+  }
+  return repl.empty() ? expanded : expanded.substitute(repl);
+}
+
+}  // namespace ugrad

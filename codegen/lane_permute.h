@@ -1,0 +1,20 @@
+// Lookups by a 4-bit value as one lane permute (x86 AVX-512 vpermps). In a kernel with vector
+// lanes (see expand.h), a float expression f(q) whose only lane-varying input is an integer q in
+// [0, 16) — a 4-bit quant's level d*q + m, a 16-entry table's select tree — is evaluated for the
+// sixteen values of q at once, on the lane index, and each lane picks its own:
+//   f(q) -> CUSTOM lane_permute(f(CAST(lane)), q')    result[l] = table[q[l] & 15]
+// where q' is q without a final `& 15` (the permute reads only the index's low four bits). With
+// lanes ≥ 16 and `target.has_lane_permute` only; the table's lanes past 15 are never read.
+#pragma once
+#include "codegen/target.h"
+#include "uop/uop.h"
+
+namespace ugrad {
+
+/// The CUSTOM op's name.
+inline constexpr const char* kLanePermute = "lane_permute";
+
+/// `expanded` (an AST after expand_ranges) with every eligible f(q) rewritten as above.
+UOp lane_permutes(const UOp& expanded, const CodegenTarget& target);
+
+}  // namespace ugrad
