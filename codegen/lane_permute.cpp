@@ -1,5 +1,7 @@
 #include "codegen/lane_permute.h"
 
+#include <algorithm>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -53,6 +55,25 @@ Info info_of(const UOp& u, const std::unordered_map<UOp, Info>& done) {
   return {out.lane, UOp(), 0};
 }
 
+// lane * (a * b) (either order) with a and b lane-invariant.
+struct LaneTimesProduct {
+  UOp lane, a, b;
+};
+std::optional<LaneTimesProduct> lane_times_product(const UOp& n) {
+  if (n.op() != Op::MUL) return std::nullopt;
+  auto varies = [](const UOp& x) {
+    for (const UOp& y : x.toposort())
+      if (is_lane_axis(y)) return true;
+    return false;
+  };
+  for (int side = 0; side < 2; ++side) {
+    const UOp &x = n.src(side), &y = n.src(1 - side);
+    if (y.op() == Op::MUL && varies(x) && !varies(y.src(0)) && !varies(y.src(1)))
+      return LaneTimesProduct{x, y.src(0), y.src(1)};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 UOp lane_permutes(const UOp& expanded, const CodegenTarget& target) {
@@ -69,7 +90,10 @@ UOp lane_permutes(const UOp& expanded, const CodegenTarget& target) {
     return i.index && !(i.index == u) && u.dtype() == dtypes::float32 &&
            i.lane.src(0).const_int() >= kTableSize && i.ops >= kMinOps;
   };
-  std::vector<std::pair<UOp, UOp>> repl;
+  struct Lookup {
+    UOp value, table, index;
+  };
+  std::vector<Lookup> lookups;
   for (const UOp& u : nodes) {
     if (!eligible(u)) continue;
     bool outermost = true;  // a user that is itself a lookup of the same index covers u
@@ -77,11 +101,31 @@ UOp lane_permutes(const UOp& expanded, const CodegenTarget& target) {
       if (eligible(p) && info.at(p).index == info.at(u).index) outermost = false;
     if (!outermost) continue;
     const Info& i = info.at(u);
-    const UOp table = u.substitute({{i.index, i.lane.cast(i.index.dtype())}});
     UOp index = i.index;
     if (index.op() == Op::AND && index.src(1).is_const() && index.src(1).const_int() == 15)
       index = index.src(0);
-    repl.emplace_back(u, UOp::make(Op::CUSTOM, u.dtype(), {table, index}, kLanePermute));
+    lookups.push_back({u, u.substitute({{i.index, i.lane.cast(i.index.dtype())}}), index});
+  }
+  // In a table, lane * (a * b) becomes (lane * a) * b when a is a factor of other tables too (a
+  // Q4_K super-block's d, shared by its 8 sub-blocks' tables): lane * a is then computed once, and
+  // b meets a vector, so x86 multiplies by it straight from a broadcast load instead of multiplying
+  // scalars and broadcasting the product (a shuffle-port uop per sub-block).
+  std::unordered_map<UOp, int> shared;
+  for (const Lookup& l : lookups)
+    for (const UOp& n : l.table.toposort())
+      if (auto f = lane_times_product(n)) ++shared[f->a], ++shared[f->b];
+  std::vector<std::pair<UOp, UOp>> repl;
+  for (const Lookup& l : lookups) {
+    std::vector<std::pair<UOp, UOp>> regroup;
+    for (const UOp& n : l.table.toposort()) {
+      auto f = lane_times_product(n);
+      if (!f || std::max(shared[f->a], shared[f->b]) < 2) continue;
+      const bool a_first = shared[f->a] >= shared[f->b];
+      regroup.emplace_back(n, (f->lane * (a_first ? f->a : f->b)) * (a_first ? f->b : f->a));
+    }
+    const UOp table = regroup.empty() ? l.table : l.table.substitute(regroup);
+    repl.emplace_back(l.value,
+                      UOp::make(Op::CUSTOM, l.value.dtype(), {table, l.index}, kLanePermute));
   }
   return repl.empty() ? expanded : expanded.substitute(repl);
 }

@@ -28,6 +28,12 @@ UOp reduce_identity(Op op, DType dtype) {
 
 namespace {
 
+// Terms per iteration from which a vector accumulator is split into two chains, and the most
+// accumulators in one loop for which it is (more would not fit the registers: a 32-row matmul
+// tile has 16).
+constexpr size_t kMinTermsToSplit = 4;
+constexpr size_t kMaxMembersToSplit = 2;
+
 // Members of one shared reduce loop.
 struct ReduceGroup {
   std::vector<UOp> ranges;  // the reduce ranges, in loop order
@@ -86,38 +92,45 @@ UOp lower_innermost(const UOp& ast, int64_t& next_acc) {
   }
   std::vector<std::pair<UOp, UOp>> repl;
   for (const ReduceGroup& g : groups) {
-    std::vector<UOp> accs, updates;
+    std::vector<std::vector<UOp>> accs;  // per member: its accumulators (chains)
+    std::vector<UOp> updates;
     for (const UOp& red : g.members) {
       const DType dt = red.dtype();
+      const Op op = red.arg_as<Op>();
       // An accumulator of a value with vector lanes is a vector.
       uint16_t lanes = 1;
       for (const UOp& r : g.outer)
         if (r.arg_as<RangeArg>().type == AxisType::Upcast) lanes = uint16_t(r.src(0).const_int());
       for (const UOp& r : g.ranges)
         if (is_lane(r)) lanes = uint16_t(r.src(0).const_int());
-      UOp acc = UOp::make(Op::DEFINE_REG, dt.vec(lanes).ptr(AddrSpace::Reg), {}, next_acc++);
-      // The accumulator is reset inside the outer loops: AFTER ties it to them.
-      std::vector<UOp> after_src{acc};
-      after_src.insert(after_src.end(), g.outer.begin(), g.outer.end());
-      UOp acc_outer = g.outer.empty() ? acc : UOp::make(Op::AFTER, acc.dtype(), after_src);
-      UOp zero = UOp::cnst_int(dtypes::index, 0);
-      UOp init = UOp::make(Op::STORE, dtypes::void_,
-                           {UOp::make(Op::INDEX, acc.dtype(), {acc_outer, zero}),
-                            reduce_identity(red.arg_as<Op>(), dt)});
-      // Read and written every iteration: AFTER ties it to the reduce loops too.
-      std::vector<UOp> in_loop{acc, init};
-      in_loop.insert(in_loop.end(), g.ranges.begin(), g.ranges.end());
-      UOp acc_init = UOp::make(Op::AFTER, acc.dtype(), in_loop);
-      UOp cur = UOp::make(Op::LOAD, dt, {UOp::make(Op::INDEX, acc.dtype(), {acc_init, zero})});
       // A vector accumulator takes the unrolled terms one by one (multiply-adds into it); a
-      // scalar one their pairwise sum (shorter chains).
-      UOp next = cur;
-      for (const UOp& term :
-           lanes > 1 ? terms(red.src(0), red.arg_as<Op>()) : std::vector{red.src(0)})
-        next = next.alu(red.arg_as<Op>(), term);
-      updates.push_back(UOp::make(Op::STORE, dtypes::void_,
-                                  {UOp::make(Op::INDEX, acc.dtype(), {acc_init, zero}), next}));
-      accs.push_back(acc);
+      // scalar one their pairwise sum (shorter chains). With few accumulators in the loop the
+      // terms alternate between two, so each chain of dependent multiply-adds is half as long (a
+      // Q4_K matvec's 8 lane groups per super-block were one chain: latency-bound).
+      const std::vector<UOp> parts = lanes > 1 ? terms(red.src(0), op) : std::vector{red.src(0)};
+      const size_t chains =
+          parts.size() >= kMinTermsToSplit && g.members.size() <= kMaxMembersToSplit ? 2 : 1;
+      accs.emplace_back();
+      for (size_t c = 0; c < chains; ++c) {
+        UOp acc = UOp::make(Op::DEFINE_REG, dt.vec(lanes).ptr(AddrSpace::Reg), {}, next_acc++);
+        // The accumulator is reset inside the outer loops: AFTER ties it to them.
+        std::vector<UOp> after_src{acc};
+        after_src.insert(after_src.end(), g.outer.begin(), g.outer.end());
+        UOp acc_outer = g.outer.empty() ? acc : UOp::make(Op::AFTER, acc.dtype(), after_src);
+        UOp zero = UOp::cnst_int(dtypes::index, 0);
+        UOp init = UOp::make(
+            Op::STORE, dtypes::void_,
+            {UOp::make(Op::INDEX, acc.dtype(), {acc_outer, zero}), reduce_identity(op, dt)});
+        // Read and written every iteration: AFTER ties it to the reduce loops too.
+        std::vector<UOp> in_loop{acc, init};
+        in_loop.insert(in_loop.end(), g.ranges.begin(), g.ranges.end());
+        UOp acc_init = UOp::make(Op::AFTER, acc.dtype(), in_loop);
+        UOp next = UOp::make(Op::LOAD, dt, {UOp::make(Op::INDEX, acc.dtype(), {acc_init, zero})});
+        for (size_t t = c; t < parts.size(); t += chains) next = next.alu(op, parts[t]);
+        updates.push_back(UOp::make(Op::STORE, dtypes::void_,
+                                    {UOp::make(Op::INDEX, acc.dtype(), {acc_init, zero}), next}));
+        accs.back().push_back(acc);
+      }
     }
     UOp body = updates.size() == 1 ? updates[0] : UOp::make(Op::GROUP, dtypes::void_, updates);
     std::vector<UOp> end_src{body}, lanes;
@@ -125,10 +138,14 @@ UOp lower_innermost(const UOp& ast, int64_t& next_acc) {
     UOp end = UOp::make(Op::END, dtypes::void_, end_src);
     for (size_t i = 0; i < accs.size(); ++i) {
       const UOp& red = g.members[i];
-      UOp acc_done = UOp::make(Op::AFTER, accs[i].dtype(), {accs[i], end});
-      UOp zero = UOp::cnst_int(dtypes::index, 0);
-      UOp value = UOp::make(Op::LOAD, red.dtype(),
-                            {UOp::make(Op::INDEX, accs[i].dtype(), {acc_done, zero})});
+      UOp value;
+      for (const UOp& acc : accs[i]) {
+        UOp acc_done = UOp::make(Op::AFTER, acc.dtype(), {acc, end});
+        UOp done = UOp::make(
+            Op::LOAD, red.dtype(),
+            {UOp::make(Op::INDEX, acc.dtype(), {acc_done, UOp::cnst_int(dtypes::index, 0)})});
+        value = value ? value.alu(red.arg_as<Op>(), done) : done;
+      }
       // A vector accumulator over lanes: its lanes are summed once, after the loop.
       if (!lanes.empty()) {
         std::vector<UOp> h{value};

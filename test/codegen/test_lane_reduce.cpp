@@ -246,3 +246,36 @@ TEST_CASE("lane reduce: vector loads of bytes are prefetched ahead on the CPU, f
   check_close(got, ref, 1e-5);
   CHECK_FALSE(has(compile(linear_ast(1, 64, 1024), {.max_threads = 2}).ks.src, "llvm.prefetch"));
 }
+
+TEST_CASE("lane reduce: few accumulators take lane groups in two chains; a tile's take one each") {
+  // 4 lane groups per iteration: one accumulator's chain of 4 multiply-adds becomes two of 2 (the
+  // loop was latency-bound); 4 accumulators (rows of a tile) already have independent chains.
+  auto allocas = [](const std::string& src, const std::string& type) {
+    size_t n = 0;
+    for (size_t at = 0; (at = src.find("alloca " + type, at)) != std::string::npos; ++at) ++n;
+    return n;
+  };
+  struct Case {
+    int64_t M;
+    std::vector<Opt> opts;
+    size_t accumulators;
+    std::string type;
+  };
+  const std::vector<Case> cases{
+      {1, {{OptType::Unroll, 2, 32}, {OptType::Unroll, 2, 4}}, 2, "<32 x float>"},
+      {4,
+       {{OptType::Unroll, 2, 16}, {OptType::Unroll, 2, 4}, {OptType::Upcast, 0, 4}},
+       4,
+       "<16 x float>"}};
+  for (const Case& c : cases) {
+    const int64_t M = c.M, N = 32, K = 512;
+    CAPTURE(M);
+    UOp ast = linear_ast(M, N, K);
+    std::vector<float> x = randf(M * K, 44), w = randf(N * K, 45), ref(M * N), got(M * N);
+    compile(ast, {.noopt = 1}).run({ref.data(), x.data(), w.data()}, {}, 1);
+    Kernel k = compile(ast, {.opts = c.opts});
+    CHECK(allocas(k.ks.src, c.type) == c.accumulators);
+    k.run({got.data(), x.data(), w.data()}, {}, 1);
+    check_close(got, ref, 1e-5);
+  }
+}
