@@ -57,7 +57,7 @@ TEST_CASE("opts: NOOPT, heuristic, forced tiles and threads agree on a matmul") 
   }
 }
 
-TEST_CASE("a GEMM tile of few rows takes copies of its column vector; equal to NOOPT") {
+TEST_CASE("a GEMM tile of few rows takes copies of its column vector, equal to NOOPT") {
   // Attention's weighted sum of values at decode: 2 query rows, 128 value columns, 300 keys.
   const int M = 2, N = 128, K = 300;
   UOp ast = matmul_ast(M, N, K);
@@ -147,7 +147,7 @@ TEST_CASE("vector lanes: strided loads gather, gated loads are masked") {
   }
 }
 
-TEST_CASE("NOOPT=1 turns the heuristic off; the heuristic tiles a GEMM") {
+TEST_CASE("NOOPT=1 turns the heuristic off, the heuristic tiles a GEMM") {
   UOp ast = matmul_ast(256, 256, 256);
   {
     ScopedKnob noopt(Knob::NOOPT, "1");

@@ -43,7 +43,7 @@ TEST_CASE("group reduce: the heuristic splits a long reduce with few outputs acr
   CHECK(k.bin.info.kernel(k.ks.entry).group_segment_size >= 256 * 4);
 }
 
-TEST_CASE("group reduce: a matvec gets 64 lanes; outer-axis or short reduces stay per thread") {
+TEST_CASE("group reduce: a matvec gets 64 lanes, outer-axis or short reduces stay per thread") {
   // matvec-shaped: 4096 outputs, contiguous reduce
   GpuKernel mv = gpu_compile(row_sum(4096, 4096));
   CHECK(mv.ks.gpu_opts == std::vector<GpuOpt>{{GpuOptType::GroupReduce, 1, 64}});
@@ -168,7 +168,7 @@ TEST_CASE("upcast: a large elementwise kernel computes 4 outputs per thread") {
   CHECK(gpu_compile(sink({store(o2, j, load(a2, j) + 1.0f)})).ks.gpu_opts.empty());
 }
 
-TEST_CASE("tensor cores: gfx12 (8-lane fragments) keeps the plain matmul; forcing it is an Error") {
+TEST_CASE("tensor cores: gfx12 (8-lane fragments) keeps the plain matmul, forcing it is an Error") {
   const CodegenTarget gfx12 = amd_codegen_target("gfx1200");
   UOp ast = matmul(dtypes::float16, dtypes::float32, 32, 32, 32);
   CHECK(codegen(ast, gfx12).gpu_opts.empty());

@@ -62,7 +62,7 @@ std::string check_against_noopt(const UOp& ast, int64_t N, int64_t K) {
 
 }  // namespace
 
-TEST_CASE("lane permute: a 4-bit quant's level s*q + m is a permute of 16 levels; = NOOPT") {
+TEST_CASE("lane permute: a 4-bit quant's level s*q + m is a permute of 16 levels, = NOOPT") {
   const int64_t N = 48, K = 512;
   auto low = [](const UOp& b, const UOp& s, const UOp& m) {
     return band(b, 15).cast(dtypes::float32) * s + m;

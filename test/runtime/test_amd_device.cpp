@@ -214,7 +214,7 @@ TEST_CASE("NULL:gfx1101 and NULL:gfx1200 compile matmul, softmax and a symbolic 
   }
 }
 
-TEST_CASE("NULL:<arch> runs nothing and reads zeros; unknown archs are named") {
+TEST_CASE("NULL:<arch> runs nothing and reads zeros, unknown archs are named") {
   UOp b = new_buffer("NULL:gfx1100", dtypes::int32, 4);
   std::vector<int32_t> host{1, 2, 3, 4};
   copy_in(b, std::as_bytes(std::span(host)));

@@ -161,7 +161,7 @@ TEST_CASE("pitfall: nested JITs are an error") {
   CHECK_THROWS_WITH_AS(outer({a}), doctest::Contains("nested"), Error);
 }
 
-TEST_CASE("pitfall: replay outputs alias the captured buffers; a changed input changes them") {
+TEST_CASE("pitfall: replay outputs alias the captured buffers, a changed input changes them") {
   GraphJit jit(
       [](const std::vector<UOp>& in, const VarVals&) { return std::vector<UOp>{in[0] + in[0]}; });
   std::vector<float> one{1, 1, 1, 1}, two{2, 2, 2, 2};
@@ -179,7 +179,7 @@ TEST_CASE("pitfall: replay outputs alias the captured buffers; a changed input c
   CHECK(read(out4, 4) == std::vector<float>{4, 4, 4, 4});
 }
 
-TEST_CASE("intermediates of a captured graph share one planned arena; results stay exact") {
+TEST_CASE("intermediates of a captured graph share one planned arena, results stay exact") {
   // A chain of materialized steps: each intermediate dies after the next kernel reads it.
   auto chain = [](const std::vector<UOp>& in, const VarVals&) {
     UOp x = in[0];

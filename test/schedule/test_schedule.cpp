@@ -19,7 +19,7 @@ TEST_CASE("elementwise chains fuse into one kernel") {
   CHECK(kernels({(a + b) * c}) == 1);
 }
 
-TEST_CASE("a full sum is one kernel; a permute followed by a reduce is one kernel") {
+TEST_CASE("a full sum is one kernel, a permute followed by a reduce is one kernel") {
   UOp x = input({16, 32});
   CHECK(kernels({reduce(x, Op::ADD, {0, 1})}) == 1);
   CHECK(kernels({reduce(permute(x, {1, 0}), Op::ADD, {1})}) == 1);
@@ -61,7 +61,7 @@ TEST_CASE("a reduce over a matmul's outputs gets the matmul as its own kernel, n
   }
 }
 
-TEST_CASE("realized inputs cost no kernel; identical kernels have identical ASTs") {
+TEST_CASE("realized inputs cost no kernel, identical kernels have identical ASTs") {
   UOp a = input({3, 5});
   CHECK(kernels({a}) == 0);
   UOp b = input({3, 5}), c = input({3, 5});

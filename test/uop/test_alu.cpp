@@ -46,7 +46,7 @@ TEST_CASE("alu: integers wrap to the dtype's width") {
   CHECK(ri(Op::MUL, dtypes::index, {I(1ll << 40), I(1ll << 10)}) == (1ll << 50));
 }
 
-TEST_CASE("alu: IDIV/MOD truncate toward zero; division by zero is defined") {
+TEST_CASE("alu: IDIV/MOD truncate toward zero, division by zero is defined") {
   CHECK(ri(Op::IDIV, dtypes::int32, {I(-7), I(2)}) == -3);
   CHECK(ri(Op::MOD, dtypes::int32, {I(-7), I(2)}) == -1);
   CHECK(ri(Op::IDIV, dtypes::int32, {I(7), I(-2)}) == -3);
@@ -64,7 +64,7 @@ TEST_CASE("alu: IDIV/MOD truncate toward zero; division by zero is defined") {
   CHECK(ri(Op::MOD, dtypes::uint32, {I(0xffffffffll), I(10)}) == 5);
 }
 
-TEST_CASE("alu: shifts are masked to the width; SHR is arithmetic for signed types") {
+TEST_CASE("alu: shifts are masked to the width, SHR is arithmetic for signed types") {
   CHECK(ri(Op::SHL, dtypes::int32, {I(1), I(33)}) == 2);
   CHECK(ri(Op::SHL, dtypes::int8, {I(1), I(7)}) == -128);
   CHECK(ri(Op::SHR, dtypes::int8, {I(-128), I(2)}) == -32);

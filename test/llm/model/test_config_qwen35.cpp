@@ -244,7 +244,7 @@ TEST_CASE("config qwen35moe: expert counts are checked") {
         }).find("qwen35moe.expert_count' = 0") != std::string::npos);
 }
 
-TEST_CASE("demo qwen35: matrices take the weight type; conv, dt, ssm_a, norms, router stay F32") {
+TEST_CASE("demo qwen35: matrices take the weight type, conv, dt, ssm_a, norms, router stay F32") {
   for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_K}) {
     INFO(format_of(type).name);
     DemoModelOptions o;

@@ -283,7 +283,7 @@ TEST_CASE("reference qwen35: cached decoding equals the whole-sequence recompute
   }
 }
 
-TEST_CASE("reference qwen35: position 0 starts over; positions cannot skip or rewind") {
+TEST_CASE("reference qwen35: position 0 starts over, positions cannot skip or rewind") {
   ReferenceQwen35 ref(demo_file(small_demo(ModelArch::kQwen35, GgmlType::F32)));
   const std::vector<float> first = ref.forward(kPrompt[0], 0);
   ref.forward(kPrompt[1], 1);

@@ -339,7 +339,7 @@ TEST_CASE("after warm-up, prefill and decode calls neither schedule nor compile"
   CHECK(rel_err(replayed, want) < 1e-4);
 }
 
-TEST_CASE("reset zeroes the states; position 0 starts over") {
+TEST_CASE("reset zeroes the states, position 0 starts over") {
   GgufFile file = demo(GgmlType::F32, 4);
   Qwen35Model model(file, 32, "CPU");
   std::vector<int32_t> prompt = long_prompt(6);

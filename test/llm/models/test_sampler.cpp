@@ -125,7 +125,7 @@ std::vector<float> logits_of(const std::vector<double>& p) {
 
 }  // namespace
 
-TEST_CASE("greedy is the host argmax, lowest id among ties; top-k 1 is greedy") {
+TEST_CASE("greedy is the host argmax, lowest id among ties, top-k 1 is greedy") {
   for (uint32_t seed : {1u, 2u, 3u}) {
     std::vector<float> logits = random_logits(1000, 3.0f, seed);
     Sampler greedy(SamplingOptions{}, kDevice);
