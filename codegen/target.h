@@ -19,7 +19,7 @@ struct CodegenTarget {
   int max_local_bytes = 0;        // workgroup-shared memory (LDS) per workgroup
   bool has_wmma = false;          // matrix-multiply-accumulate intrinsics (RDNA3 WMMA)
   bool has_dot4 = false;          // int8 dot-product intrinsics (sdot4/udot4)
-  int prefetch_bytes = 0;         // vector loads of bytes prefetch this far ahead (0: none)
+  int prefetch_bytes = 0;         // vector loads of 1-2 byte elements prefetch this far ahead
   bool has_lane_permute = false;  // 16 floats permuted across vector lanes (x86 AVX-512 vpermps)
   int global_address_space = 0;   // LLVM address space of buffer pointers
   int local_address_space = 3;    // LLVM address space of workgroup-shared memory

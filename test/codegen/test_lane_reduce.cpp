@@ -220,9 +220,10 @@ TEST_CASE("lane reduce: a reduce unrolled whole (outer extent 1) and a lane-inva
   }
 }
 
-TEST_CASE("lane reduce: vector loads of bytes are prefetched ahead on the CPU, floats are not") {
+TEST_CASE("lane reduce: vector loads of bytes and halves are prefetched ahead, f32 loads are not") {
   // An int8 weight streamed by a matvec: its loads prefetch prefetch_bytes ahead; the f32 x is
-  // not prefetched, nor is anything in a float-only linear. Prefetching changes no value.
+  // not prefetched, nor is anything in a float-only linear, while a half weight is. Prefetching
+  // changes no value.
   const int64_t N = 64, K = 1024;
   UOp y = buf(0, dtypes::float32, N), x = buf(1, dtypes::float32, K),
       w = buf(2, dtypes::int8, N * K);
@@ -236,17 +237,25 @@ TEST_CASE("lane reduce: vector loads of bytes are prefetched ahead on the CPU, f
   Kernel kern = compile(ast, {.max_threads = 2});
   const int64_t ahead = cpu_codegen_target().prefetch_bytes;
   REQUIRE(ahead > 0);
-  auto count = [&](const std::string& what) {
+  auto count = [](const std::string& src, const std::string& what) {
     size_t c = 0;
-    for (size_t at = 0; (at = kern.ks.src.find(what, at)) != std::string::npos; ++at) ++c;
+    for (size_t at = 0; (at = src.find(what, at)) != std::string::npos; ++at) ++c;
     return c;
   };
-  CHECK(count("call void @llvm.prefetch") >= 1);
-  CHECK(count("call void @llvm.prefetch") == count(" x i8>, ptr"));  // one per byte vector load
+
+  CHECK(count(kern.ks.src, "call void @llvm.prefetch") >= 1);
+  CHECK(count(kern.ks.src, "call void @llvm.prefetch") ==
+        count(kern.ks.src, " x i8>, ptr"));  // one per byte vector load
   CHECK(has(kern.ks.src, "i64 " + std::to_string(ahead)));
   kern.run({got.data(), xv.data(), wv.data()}, {}, 2);
   check_close(got, ref, 1e-5);
   CHECK_FALSE(has(compile(linear_ast(1, 64, 1024), {.max_threads = 2}).ks.src, "llvm.prefetch"));
+  UOp wh = buf(2, dtypes::float16, N * K);
+  UOp half_ast = sink(
+      {store(y, n, reduce(load(x, k) * load(wh, n * K + k).cast(dtypes::float32), Op::ADD, {k}))});
+  const std::string half_src = compile(half_ast, {.max_threads = 2}).ks.src;
+  CHECK(count(half_src, "call void @llvm.prefetch") >= 1);
+  CHECK(count(half_src, "call void @llvm.prefetch") == count(half_src, " x half>, ptr"));
 }
 
 TEST_CASE("lane reduce: few accumulators take lane groups in two chains, a tile's take one each") {
