@@ -185,9 +185,10 @@ std::vector<Opt> heuristic_opts(const UOp& ast, const CodegenTarget& target, int
   }
 
   // Threads over one output loop when each core gets enough work: for a GEMM tile the loop
-  // over column tiles (each core keeps its panel of B in cache), for a dot product the loop the
-  // weight depends on, else the outermost. Work counts value ops per iteration too: a 64K-element
-  // RoPE or SiLU kernel is worth two cores where a 64K-element add is not.
+  // over column tiles if there is one per core (each core keeps its panel of B in cache), for a
+  // dot product the loop the weight depends on, else the outermost. Work counts value ops per
+  // iteration too: a 64K-element RoPE or SiLU kernel is worth two cores where a 64K-element add
+  // is not.
   constexpr int64_t kMinWorkPerThread = 1 << 18;
   int64_t ops = 0;
   for (const UOp& u : ast.toposort())
