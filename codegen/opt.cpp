@@ -13,6 +13,7 @@
 #include "codegen/ranges.h"
 #include "uop/env.h"
 #include "uop/error.h"
+#include "uop/symbolic.h"
 
 namespace ugrad {
 
@@ -170,6 +171,19 @@ std::vector<Opt> heuristic_opts(const UOp& ast, const CodegenTarget& target, int
     int64_t n = largest_divisor(outs.back().src(0).const_int(), {16, 8, 4});
     if (n > 1 && extent(reds.back()) >= 8)
       opts.push_back({OptType::Upcast, outs.back().arg_as<RangeArg>().axis, n});
+  }
+  if (opts.empty() && reds.empty() && !outs.empty() && outs.back().src(0).is_const()) {
+    // Elementwise along the inner axis: vector lanes when, split, every store and load along them
+    // is contiguous (a RoPE's table index i % 64 is, within 16 lanes).
+    const int64_t n = largest_divisor(outs.back().src(0).const_int(), {16, 8, 4});
+    const std::vector<Opt> up{{OptType::Upcast, outs.back().arg_as<RangeArg>().axis, n}};
+    if (n > 1) {
+      const UOp split = graph_rewrite(apply_opts(ast, up), pm_simplify_valid());
+      const UOp lanes = kernel_ranges(split).back();
+      bool stores = true;  // the expander keeps lanes only along contiguous stores
+      for (const UOp& st : split.src()) stores &= affine_coefficient(st.src(0).src(1), lanes) == 1;
+      if (stores && contiguous_loads(split, lanes)) opts = up;
+    }
   }
   bool laned = false;
   if (opts.empty() && !reds.empty()) {

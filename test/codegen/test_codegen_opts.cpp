@@ -75,6 +75,28 @@ TEST_CASE("a GEMM tile of few rows takes copies of its column vector, equal to N
   }
 }
 
+TEST_CASE("elementwise kernels get vector lanes where their loads stay contiguous") {
+  // out[h, i] = x[h, i] * c[i % 64]: a RoPE table read per half, contiguous within 16 lanes.
+  // out[i, h] = x[h, i] (a transpose) reads strided elements: no lanes.
+  const int64_t H = 4, D = 128;
+  UOp out = buf(0, dtypes::float32, H * D), x = buf(1, dtypes::float32, H * D),
+      c = buf(2, dtypes::float32, 64);
+  UOp h = UOp::range(H, 0), i = UOp::range(D, 1);
+  UOp rope = sink(
+      {store(out, h * D + i, load(x, h * D + i) * load(c, i % UOp::cnst_int(dtypes::index, 64)))});
+  UOp transpose = sink({store(out, i * H + h, load(x, h * D + i))});
+  std::vector<float> xv = randf(H * D, 31), cv = randf(64, 32), ref(H * D), got(H * D);
+  for (const UOp& ast : {rope, transpose}) {
+    compile(ast, {.noopt = 1}).run({ref.data(), xv.data(), cv.data()}, {}, 1);
+    Kernel k = compile(ast, {.max_threads = 2});
+    CAPTURE(k.ks.opts_desc);
+    CHECK((k.ks.opts_desc.find("UPCAST(1,") != std::string::npos) == (ast == rope));
+    CHECK(k.ks.src.find("gather") == std::string::npos);
+    k.run({got.data(), xv.data(), cv.data()}, {}, 2);
+    CHECK(got == ref);
+  }
+}
+
 TEST_CASE("threads: integer kernels are bit-exact on 1, 2 and 5 cores") {
   const int R = 100, C = 50;
   UOp out = buf(0, dtypes::int32, R), a = buf(1, dtypes::int32, R * C);
