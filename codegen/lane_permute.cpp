@@ -27,6 +27,9 @@ struct Info {
   int ops = 0;
 };
 
+std::optional<int64_t> low_bits_mask(const UOp& u);
+UOp low_nibble(const UOp& x);
+
 Info info_of(const UOp& u, const std::unordered_map<UOp, Info>& done) {
   if (is_lane_axis(u)) return {u, UOp(), 0};
   Info out;
@@ -49,10 +52,24 @@ Info info_of(const UOp& u, const std::unordered_map<UOp, Info>& done) {
     return out;
   }
   const DType t = u.dtype();
-  if (open && arith && is_int(t) && t.count == 1 && u.vmin() >= 0 && u.vmax() < kTableSize)
+  if (open && arith && is_int(t) && t.count == 1 && u.vmin() >= 0 && u.vmax() < kTableSize) {
+    // x & c with c < 16 is a function of x & 15: bit tests of one value share that index (the
+    // simplifier folds (x & 15) & c to x & c).
+    if (low_bits_mask(u) && !(low_nibble(u.src(0)) == u))
+      return {out.lane, low_nibble(u.src(0)), 1};
     return {out.lane, u, 0};  // where the lanes first meet in a 4-bit value
+  }
   return {out.lane, UOp(), 0};
 }
+
+// The bits of an `x & c` with a constant 0 <= c < 16, if u is one.
+std::optional<int64_t> low_bits_mask(const UOp& u) {
+  if (u.op() != Op::AND || !u.src(1).is_const() || is_bool(u.dtype())) return std::nullopt;
+  const int64_t c = u.src(1).const_int();
+  return c >= 0 && c < kTableSize ? std::optional(c) : std::nullopt;
+}
+
+UOp low_nibble(const UOp& x) { return x.alu(Op::AND, UOp::cnst_int(x.dtype(), kTableSize - 1)); }
 
 // lane * (a * b) (either order) with a and b lane-invariant.
 struct LaneTimesProduct {
@@ -103,7 +120,13 @@ UOp lane_permutes(const UOp& expanded, const CodegenTarget& target) {
     UOp index = i.index;
     if (index.op() == Op::AND && index.src(1).is_const() && index.src(1).const_int() == 15)
       index = index.src(0);
-    lookups.push_back({u, u.substitute({{i.index, i.lane.cast(i.index.dtype())}}), index});
+    // x & c as (x & 15) & c, so the index is there to be replaced by the lane
+    std::vector<std::pair<UOp, UOp>> masks;
+    for (const UOp& n : u.toposort())
+      if (low_bits_mask(n) && low_nibble(n.src(0)) == i.index && !(n == i.index))
+        masks.emplace_back(n, i.index.alu(Op::AND, n.src(1)));
+    const UOp f = masks.empty() ? u : u.substitute(masks);
+    lookups.push_back({u, f.substitute({{i.index, i.lane.cast(i.index.dtype())}}), index});
   }
   // In a table, lane * (a * b) becomes (lane * a) * b when a is a factor of other tables too (a
   // Q4_K super-block's d, shared by its 8 sub-blocks' tables): lane * a is then computed once, and

@@ -3,7 +3,8 @@
 // [0, 16) — a 4-bit quant's level d*q + m, a 16-entry table's select tree — is evaluated for the
 // sixteen values of q at once, on the lane index, and each lane picks its own:
 //   f(q) -> CUSTOM lane_permute(f(CAST(lane)), q')    result[l] = table[q[l] & 15]
-// where q' is q without a final `& 15` (the permute reads only the index's low four bits). With
+// where q' is q without a final `& 15` (the permute reads only the index's low four bits); bit
+// tests x & c (c < 16) of a wider x count as functions of q = x & 15 (a codebook's tree). With
 // lanes ≥ 16 and `target.has_lane_permute` only; the table's lanes past 15 are never read. In a
 // table, lane * (a * b) is regrouped as (lane * a) * b when a is shared with other tables (a Q4_K
 // super-block's d): values may differ from f(q) in the last bit (float products reassociated).

@@ -81,7 +81,7 @@ TEST_CASE("lane permute: a 4-bit quant's level s*q + m is a permute of 16 levels
     CHECK(count(check_against_noopt(matvec_ast(N, K, low), N, K), "and <32 x i32>") == 0);
 }
 
-TEST_CASE("lane permute: a select tree over a 4-bit value's bits (a codebook) is one permute") {
+TEST_CASE("lane permute: a select tree over a byte's low four bits (a codebook) is one permute") {
   const int64_t N = 32, K = 256;
   auto codebook = [](const UOp& b, const UOp& s, const UOp&) {
     std::vector<UOp> level;
@@ -95,8 +95,16 @@ TEST_CASE("lane permute: a select tree over a 4-bit value's bits (a codebook) is
     }
     return level[0] * s;
   };
-  const std::string src = check_against_noopt(matvec_ast(N, K, codebook), N, K);
+  const UOp ast = matvec_ast(N, K, codebook);
+  const std::string src = check_against_noopt(ast, N, K);
   CHECK((count(src, "permvar.sf.512") > 0) == kPermutes);
+  // The four bit tests (b & 1, b & 2, ... of the raw byte) share one index, b & 15: one permute
+  // per 16 lanes of bytes loaded, not one per select.
+  const std::string lanes16 =
+      compile(ast, {.opts = std::vector<Opt>{{OptType::Unroll, 1, 16}}}).ks.src;
+  if (kPermutes)
+    CHECK(count(lanes16, "call <16 x float> @llvm.x86.avx512.permvar") ==
+          count(lanes16, "<16 x i8>, ptr"));
 }
 
 TEST_CASE("lane permute: five bits, or two 4-bit values combined, stay arithmetic") {
