@@ -118,8 +118,7 @@ UOp lane_permutes(const UOp& expanded, const CodegenTarget& target) {
     if (!outermost) continue;
     const Info& i = info.at(u);
     UOp index = i.index;
-    if (index.op() == Op::AND && index.src(1).is_const() && index.src(1).const_int() == 15)
-      index = index.src(0);
+    if (index.op() == Op::AND && low_nibble(index.src(0)) == index) index = index.src(0);
     // x & c as (x & 15) & c, so the index is there to be replaced by the lane
     std::vector<std::pair<UOp, UOp>> masks;
     for (const UOp& n : u.toposort())

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "codegen/affine.h"
+#include "codegen/expand.h"
 #include "codegen/gemm_tiling.h"
 #include "codegen/lane_reduce.h"
 #include "codegen/pack.h"
@@ -177,12 +178,11 @@ std::vector<Opt> heuristic_opts(const UOp& ast, const CodegenTarget& target, int
     // is contiguous (a RoPE's table index i % 64 is, within 16 lanes).
     const int64_t n = largest_divisor(outs.back().src(0).const_int(), {16, 8, 4});
     const std::vector<Opt> up{{OptType::Upcast, outs.back().arg_as<RangeArg>().axis, n}};
-    if (n > 1) {
-      const UOp split = graph_rewrite(apply_opts(ast, up), pm_simplify_valid());
-      const UOp lanes = kernel_ranges(split).back();
-      bool stores = true;  // the expander keeps lanes only along contiguous stores
-      for (const UOp& st : split.src()) stores &= affine_coefficient(st.src(0).src(1), lanes) == 1;
-      if (stores && contiguous_loads(split, lanes)) opts = up;
+    if (n > 1) {  // the expander keeps the lanes only along contiguous stores
+      const UOp split =
+          expand_ranges(graph_rewrite(apply_opts(ast, up), pm_simplify_valid()), true);
+      for (const UOp& r : kernel_ranges(split))
+        if (r.arg_as<RangeArg>().type == AxisType::Upcast && contiguous_loads(split, r)) opts = up;
     }
   }
   bool laned = false;
