@@ -85,12 +85,18 @@ TEST_CASE("elementwise kernels get vector lanes where their loads stay contiguou
   UOp rope = sink(
       {store(out, h * D + i, load(x, h * D + i) * load(c, i % UOp::cnst_int(dtypes::index, 64)))});
   UOp transpose = sink({store(out, i * H + h, load(x, h * D + i))});
+  // NEOX rotation: the first half reads -x[i + 64], the second x[i - 64]. The gates i < 64 and
+  // 63 < i hold for all 16 lanes or none: masked vector loads, not gathers.
+  UOp first = i.lt(idx(64)), second = idx(63).lt(i);
+  UOp rotate = sink({store(
+      out, h * D + i,
+      first.where(-load_gated(x, h * D + i + 64, first), load_gated(x, h * D + i - 64, second)))});
   std::vector<float> xv = randf(H * D, 31), cv = randf(64, 32), ref(H * D), got(H * D);
-  for (const UOp& ast : {rope, transpose}) {
+  for (const UOp& ast : {rope, transpose, rotate}) {
     compile(ast, {.noopt = 1}).run({ref.data(), xv.data(), cv.data()}, {}, 1);
     Kernel k = compile(ast, {.max_threads = 2});
     CAPTURE(k.ks.opts_desc);
-    CHECK((k.ks.opts_desc.find("UPCAST(1,") != std::string::npos) == (ast == rope));
+    CHECK((k.ks.opts_desc.find("UPCAST(1,") != std::string::npos) == (ast != transpose));
     CHECK(k.ks.src.find("gather") == std::string::npos);
     k.run({got.data(), xv.data(), cv.data()}, {}, 2);
     CHECK(got == ref);

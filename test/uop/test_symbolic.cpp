@@ -172,3 +172,19 @@ TEST_CASE("div/mod of a sum split at a factor of the divisor") {
   // a negative dividend (truncating division): left alone
   CHECK(simplify((n * 16 + r).idiv(32)).render() == "(((n*16)+r2)//32)");
 }
+
+// g*y + s < c with 0 <= s < g and g | c: y < c/g (and c < g*y + s: (c+1)/g - 1 < y). A vector
+// lane index under an aligned base (NEOX RoPE's halves): the comparison is the same for every lane.
+TEST_CASE("comparisons of a sum with a small remainder term") {
+  UOp j = UOp::range(8, 1), r = UOp::range(16, 2);
+  UOp n = UOp::variable("n", -10, 10), w = UOp::variable("w", 0, 16);
+  CHECK(simplify((j * 16 + r).lt(64)).render() == "(r1<4)");
+  CHECK(simplify(c(63).lt(j * 16 + r)).render() == "(3<r1)");
+  CHECK(simplify((j * 16 + r + 32).lt(96)).render() == "(r1<4)");
+  CHECK(simplify((j * 32 + r * 2 + 1).lt(64)).render() == "(r1<2)");  // after the common factor 2
+  // must not fire: the remainder can reach g, can be negative, g does not divide the bound
+  CHECK(simplify((j * 16 + w).lt(64)).render() == "(((r1*16)+w)<64)");
+  CHECK(simplify((j * 16 + n).lt(64)).render() == "(((r1*16)+n)<64)");
+  CHECK(simplify((j * 16 + r).lt(72)).render() == "(((r1*16)+r2)<72)");
+  CHECK(simplify(c(71).lt(j * 16 + r)).render() == "(71<((r1*16)+r2))");
+}
