@@ -79,7 +79,7 @@ bool vectorizable(const UOp& ast, const UOp& r) {
 }
 
 // A reduce lane axis: a power-of-two unroll of a reduce of 32/64-bit numbers along which every
-// load that depends on it reads contiguous elements (a gate, if any, does not depend on it).
+// load that depends on it reads contiguous elements (under a gate per lane, a masked load).
 bool reduce_vectorizable(const UOp& ast, const UOp& r) {
   if (!power_of_two_lanes(r)) return false;
   for (const UOp& u : ast.toposort()) {
@@ -89,7 +89,6 @@ bool reduce_vectorizable(const UOp& ast, const UOp& r) {
     if (u.op() != Op::LOAD || !depends_on(u, r)) continue;
     const UOp& idx = u.src(0);
     if (affine_coefficient(idx.src(1), r) != 1) return false;
-    if (idx.src().size() > 2 && depends_on(idx.src(2), r)) return false;
   }
   return true;
 }

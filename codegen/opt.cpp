@@ -10,6 +10,7 @@
 #include "codegen/expand.h"
 #include "codegen/gemm_tiling.h"
 #include "codegen/lane_reduce.h"
+#include "codegen/lower_reduce.h"
 #include "codegen/pack.h"
 #include "codegen/ranges.h"
 #include "uop/env.h"
@@ -69,6 +70,36 @@ UOp split_range(const UOp& ast, const UOp& r, const UOp& outer, const UOp& inner
   return it == repl.end() ? ast : it->second;
 }
 
+// A reduce over a symbolic extent n split into ceil(n / amount) steps of `amount`: the last step's
+// elements at n and past it read nothing (their loads are gated) and add the reduce's identity.
+UOp mask_tail(const UOp& ast, const UOp& outer, const UOp& inner, const UOp& n, int64_t amount) {
+  const UOp valid = (outer * amount + inner).lt(n);
+  std::vector<std::pair<UOp, UOp>> repl;
+  for (const UOp& red : ast.toposort()) {
+    if (red.op() != Op::REDUCE ||
+        std::find(red.src().begin() + 1, red.src().end(), outer) == red.src().end())
+      continue;
+    std::vector<std::pair<UOp, UOp>> gates;
+    for (const UOp& u : red.src(0).toposort()) {
+      if (u.op() != Op::LOAD) continue;
+      const UOp& idx = u.src(0);
+      const auto deps = idx.toposort();
+      if (std::find(deps.begin(), deps.end(), outer) == deps.end()) continue;
+      std::vector<UOp> src = idx.src();
+      if (src.size() > 2)
+        src[2] = src[2].alu(Op::AND, valid);
+      else
+        src.push_back(valid);
+      gates.emplace_back(idx, idx.replace_src(std::move(src)));
+    }
+    std::vector<UOp> src = red.src();
+    src[0] =
+        valid.where(red.src(0).substitute(gates), reduce_identity(red.arg_as<Op>(), red.dtype()));
+    repl.emplace_back(red, red.replace_src(std::move(src)));
+  }
+  return ast.substitute(repl);
+}
+
 UOp apply_opt(const UOp& ast, const Opt& o) {
   std::vector<UOp> ranges = kernel_ranges(ast);
   UOp r = find_axis(ranges, o.axis, o);
@@ -88,15 +119,20 @@ UOp apply_opt(const UOp& ast, const Opt& o) {
   if (upcast || split ? (ra.type != AxisType::Loop && ra.type != AxisType::Thread)
                       : ra.type != AxisType::Reduce)
     fail("codegen: opt {}: axis {} is a {} axis", to_string({o}), o.axis, axis_type_name(ra.type));
-  if (!r.src(0).is_const() || r.src(0).const_int() % o.amount != 0)
-    fail("codegen: opt {}: amount does not divide the axis extent {}", to_string({o}),
-         r.src(0).render());
   const int64_t fresh = ranges.back().arg_as<RangeArg>().axis + 1;
-  UOp outer = UOp::range(r.src(0).const_int() / o.amount, ra.axis, ra.type);
   UOp inner = UOp::range(o.amount, fresh,
                          split    ? AxisType::Loop
                          : upcast ? AxisType::Upcast
                                   : AxisType::Unroll);
+  if (!r.src(0).is_const() && ra.type == AxisType::Reduce) {
+    const UOp n = r.src(0), step = UOp::cnst_int(dtypes::index, o.amount);
+    UOp outer = UOp::range(simplify((n + (o.amount - 1)).idiv(step)), ra.axis, ra.type);
+    return mask_tail(split_range(ast, r, outer, inner, o.amount), outer, inner, n, o.amount);
+  }
+  if (!r.src(0).is_const() || r.src(0).const_int() % o.amount != 0)
+    fail("codegen: opt {}: amount does not divide the axis extent {}", to_string({o}),
+         r.src(0).render());
+  UOp outer = UOp::range(r.src(0).const_int() / o.amount, ra.axis, ra.type);
   return split_range(ast, r, outer, inner, o.amount);
 }
 
@@ -196,6 +232,15 @@ std::vector<Opt> heuristic_opts(const UOp& ast, const CodegenTarget& target, int
       for (const UOp& r : split)
         if (r.arg_as<RangeArg>().type == AxisType::Loop) outs.push_back(r);
     }
+  }
+  if (opts.empty() && reds.size() == 1 && !reds[0].src(0).is_const() &&
+      contiguous_loads(ast, reds[0])) {
+    // A reduce over a symbolic length (attention's softmax over the positions so far): vector
+    // lanes along it, the last step masked.
+    int64_t widest = 1;
+    for (const UOp& u : ast.toposort())
+      if (u.op() == Op::REDUCE) widest = std::max<int64_t>(widest, itemsize(u.dtype().base()));
+    opts.push_back({OptType::Unroll, reds[0].arg_as<RangeArg>().axis, target.simd_bytes / widest});
   }
 
   // Threads over one output loop when each core gets enough work: for a GEMM tile the loop

@@ -339,19 +339,21 @@ class Renderer {
     UOp axis;
     for (const UOp& r : i.toposort())
       if (r.op() == Op::RANGE && is_vec(r)) axis = r;
-    if ((!gated || !is_vec(u.src(2))) && affine_coefficient(i, axis) == 1) {
-      // Lane 0's address; the access covers the next lanes_ elements. Under a false gate the
-      // address is the buffer's start (in bounds) and the masked access touches nothing.
+    if (affine_coefficient(i, axis) == 1) {
+      // Lane 0's address; the access covers the next lanes_ elements. Under a false scalar gate
+      // the address is the buffer's start (in bounds) and the masked access touches nothing. A
+      // gate per lane (a reduce's tail) may leave lane 0's address past the buffer: no inbounds.
       std::string first = fresh();
       emit("{} = extractelement <{} x {}> {}, i64 0", first, lanes_, it, name(i));
-      if (gated) {
+      const bool lane_gate = gated && is_vec(u.src(2));
+      if (gated && !lane_gate) {
         std::string sel = fresh();
         emit("{} = select i1 {}, {} {}, {} 0", sel, name(u.src(2)), it, first, it);
         first = sel;
       }
       access_[u] = gated ? Access::MaskedContiguous : Access::Contiguous;
-      emit("{} = getelementptr inbounds {}, {} {}, {} {}", names_[u], et, pt, name(base), it,
-           first);
+      emit("{} = getelementptr {}{}, {} {}, {} {}", names_[u], lane_gate ? "" : "inbounds ", et, pt,
+           name(base), it, first);
       return;
     }
     access_[u] = Access::Gather;

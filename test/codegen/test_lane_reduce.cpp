@@ -290,3 +290,36 @@ TEST_CASE("lane reduce: few accumulators take lane groups in two chains, a tile'
     check_close(got, ref, 1e-5);
   }
 }
+
+TEST_CASE("lane reduce: a reduce over a symbolic length takes lanes with its last step masked") {
+  // Attention's softmax over the positions so far: max and sum of a[h, t] for t < n. The row
+  // holds kCap slots; past n they hold 1e30, which a read beyond the tail would bring in.
+  constexpr int64_t H = 3, kCap = 100;
+  UOp n = UOp::variable("n", 1, kCap);
+  UOp mx = buf(0, dtypes::float32, H), sum = buf(1, dtypes::float32, H),
+      a = buf(2, dtypes::float32, H * kCap);
+  UOp h = UOp::range(H, 0), t = UOp::range(n, 1, AxisType::Reduce);
+  UOp ast = sink({store(mx, h, reduce(load(a, h * kCap + t), Op::MAX, {t})),
+                  store(sum, h, reduce(load(a, h * kCap + t), Op::ADD, {t}))});
+  const int64_t lanes = cpu_codegen_target().simd_bytes / 4;
+  Kernel k = compile(ast, {.max_threads = 2});
+  CAPTURE(k.ks.opts_desc);
+  CHECK(has_unroll(heuristic_opts(ast, cpu_codegen_target(), 2), 1, lanes));
+  CHECK(has(k.ks.src, "masked.load"));
+  CHECK_FALSE(has(k.ks.src, "gather"));
+  for (int64_t len : {int64_t{1}, lanes - 1, lanes, lanes + 1, int64_t{77}, kCap}) {
+    CAPTURE(len);
+    std::vector<float> va(H * kCap, 1e30f);
+    for (int64_t r = 0; r < H; ++r)
+      for (int64_t x = 0; x < len; ++x) va[r * kCap + x] = float((x * 7 + r * 3) % 23) - 11.5f;
+    std::vector<float> got_max(H), got_sum(H);
+    k.run({got_max.data(), got_sum.data(), va.data()}, {len}, 2);
+    for (int64_t r = 0; r < H; ++r) {
+      float want_max = -INFINITY, want_sum = 0;
+      for (int64_t x = 0; x < len; ++x)
+        want_max = std::max(want_max, va[r * kCap + x]), want_sum += va[r * kCap + x];
+      CHECK(got_max[r] == want_max);
+      CHECK(got_sum[r] == want_sum);  // halves of integers: exact in any order
+    }
+  }
+}
