@@ -5,17 +5,12 @@
 
 #include "codegen/affine.h"
 #include "codegen/opt.h"
+#include "codegen/ranges.h"
 #include "uop/symbolic.h"
 
 namespace ugrad {
 
 namespace {
-
-bool depends_on(const UOp& u, const UOp& r) {
-  for (const UOp& x : u.toposort())
-    if (x == r) return true;
-  return false;
-}
 
 // Copies of `u` with `r` replaced by 0..n-1.
 std::vector<UOp> copies(const UOp& u, const UOp& r) {

@@ -1,15 +1,10 @@
 #include "codegen/gather_load.h"
 
-#include <algorithm>
+#include "codegen/ranges.h"
 
 namespace ugrad {
 
 namespace {
-
-bool depends_on(const UOp& e, const UOp& r) {
-  const std::vector<UOp> nodes = e.toposort();
-  return std::find(nodes.begin(), nodes.end(), r) != nodes.end();
-}
 
 // `e` is the range `r` seen through integer casts that keep each of its values.
 bool is_range_value(const UOp& e, const UOp& r) {

@@ -16,12 +16,6 @@ UOp load_through_casts(UOp u) {
   return u.op() == Op::LOAD ? u : UOp();
 }
 
-bool depends_on(const UOp& u, const UOp& r) {
-  for (const UOp& x : u.toposort())
-    if (x == r) return true;
-  return false;
-}
-
 int64_t first_divisor(int64_t n, std::initializer_list<int64_t> candidates) {
   for (int64_t c : candidates)
     if (n % c == 0) return c;

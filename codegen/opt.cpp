@@ -83,8 +83,7 @@ UOp mask_tail(const UOp& ast, const UOp& outer, const UOp& inner, const UOp& n, 
     for (const UOp& u : red.src(0).toposort()) {
       if (u.op() != Op::LOAD) continue;
       const UOp& idx = u.src(0);
-      const auto deps = idx.toposort();
-      if (std::find(deps.begin(), deps.end(), outer) == deps.end()) continue;
+      if (!depends_on(idx, outer)) continue;
       std::vector<UOp> src = idx.src();
       if (src.size() > 2)
         src[2] = src[2].alu(Op::AND, valid);

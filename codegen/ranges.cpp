@@ -11,6 +11,12 @@ bool loop_order(const UOp& a, const UOp& b) {
   return x.axis < y.axis;
 }
 
+bool depends_on(const UOp& u, const UOp& r) {
+  for (const UOp& x : u.toposort())
+    if (x == r) return true;
+  return false;
+}
+
 RangeMap open_ranges(const UOp& root) {
   RangeMap m;
   for (const UOp& u : root.toposort()) {

@@ -16,4 +16,7 @@ RangeMap open_ranges(const UOp& root);
 /// Loop nesting order: threaded axes outermost, then by axis id.
 bool loop_order(const UOp& a, const UOp& b);
 
+/// `r` (a range, or any node) is in `u`'s graph.
+bool depends_on(const UOp& u, const UOp& r);
+
 }  // namespace ugrad

@@ -4,17 +4,12 @@
 #include <unordered_map>
 
 #include "codegen/opt.h"
+#include "codegen/ranges.h"
 #include "uop/error.h"
 
 namespace ugrad {
 
 namespace {
-
-bool depends_on(const UOp& u, const UOp& r) {
-  for (const UOp& x : u.toposort())
-    if (x == r) return true;
-  return false;
-}
 
 // A LOAD of f16/bf16, maybe under a CAST: the load.
 std::optional<UOp> half_load(const UOp& u) {
