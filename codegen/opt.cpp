@@ -70,33 +70,32 @@ UOp split_range(const UOp& ast, const UOp& r, const UOp& outer, const UOp& inner
   return it == repl.end() ? ast : it->second;
 }
 
-// A reduce over a symbolic extent n split into ceil(n / amount) steps of `amount`: the last step's
-// elements at n and past it read nothing (their loads are gated) and add the reduce's identity.
+// An axis of symbolic extent n split into ceil(n / amount) steps of `amount`: every access at n
+// or past it is masked off (its load reads nothing, its store writes nothing), and a reduce over
+// the axis adds its identity there.
 UOp mask_tail(const UOp& ast, const UOp& outer, const UOp& inner, const UOp& n, int64_t amount) {
   const UOp valid = (outer * amount + inner).lt(n);
   std::vector<std::pair<UOp, UOp>> repl;
-  for (const UOp& red : ast.toposort()) {
-    if (red.op() != Op::REDUCE ||
-        std::find(red.src().begin() + 1, red.src().end(), outer) == red.src().end())
-      continue;
-    std::vector<std::pair<UOp, UOp>> gates;
-    for (const UOp& u : red.src(0).toposort()) {
-      if (u.op() != Op::LOAD) continue;
-      const UOp& idx = u.src(0);
-      if (!depends_on(idx, outer)) continue;
-      std::vector<UOp> src = idx.src();
+  for (const UOp& u : ast.toposort()) {
+    if (u.op() == Op::INDEX && depends_on(u, outer)) {
+      std::vector<UOp> src = u.src();
       if (src.size() > 2)
         src[2] = src[2].alu(Op::AND, valid);
       else
         src.push_back(valid);
-      gates.emplace_back(idx, idx.replace_src(std::move(src)));
+      repl.emplace_back(u, u.replace_src(std::move(src)));
     }
-    std::vector<UOp> src = red.src();
-    src[0] =
-        valid.where(red.src(0).substitute(gates), reduce_identity(red.arg_as<Op>(), red.dtype()));
-    repl.emplace_back(red, red.replace_src(std::move(src)));
   }
-  return ast.substitute(repl);
+  UOp gated = ast.substitute(repl);
+  repl.clear();
+  for (const UOp& red : gated.toposort())
+    if (red.op() == Op::REDUCE &&
+        std::find(red.src().begin() + 1, red.src().end(), outer) != red.src().end()) {
+      std::vector<UOp> src = red.src();
+      src[0] = valid.where(src[0], reduce_identity(red.arg_as<Op>(), red.dtype()));
+      repl.emplace_back(red, red.replace_src(std::move(src)));
+    }
+  return gated.substitute(repl);
 }
 
 UOp apply_opt(const UOp& ast, const Opt& o) {
@@ -123,7 +122,7 @@ UOp apply_opt(const UOp& ast, const Opt& o) {
                          split    ? AxisType::Loop
                          : upcast ? AxisType::Upcast
                                   : AxisType::Unroll);
-  if (!r.src(0).is_const() && ra.type == AxisType::Reduce) {
+  if (!r.src(0).is_const() && !split) {
     const UOp n = r.src(0), step = UOp::cnst_int(dtypes::index, o.amount);
     UOp outer = UOp::range(simplify((n + (o.amount - 1)).idiv(step)), ra.axis, ra.type);
     return mask_tail(split_range(ast, r, outer, inner, o.amount), outer, inner, n, o.amount);
@@ -208,10 +207,12 @@ std::vector<Opt> heuristic_opts(const UOp& ast, const CodegenTarget& target, int
     if (n > 1 && extent(reds.back()) >= 8)
       opts.push_back({OptType::Upcast, outs.back().arg_as<RangeArg>().axis, n});
   }
-  if (opts.empty() && reds.empty() && !outs.empty() && outs.back().src(0).is_const()) {
+  if (opts.empty() && reds.empty() && !outs.empty()) {
     // Elementwise along the inner axis: vector lanes when, split, every store and load along them
-    // is contiguous (a RoPE's table index i % 64 is, within 16 lanes).
-    const int64_t n = largest_divisor(outs.back().src(0).const_int(), {16, 8, 4});
+    // is contiguous (a RoPE's table index i % 64 is, within 16 lanes). A symbolic extent (a
+    // softmax over the positions so far) takes 16, its last step masked.
+    const UOp& extent = outs.back().src(0);
+    const int64_t n = extent.is_const() ? largest_divisor(extent.const_int(), {16, 8, 4}) : 16;
     const std::vector<Opt> up{{OptType::Upcast, outs.back().arg_as<RangeArg>().axis, n}};
     if (n > 1) {  // the expander keeps the lanes only along contiguous stores
       const UOp split =

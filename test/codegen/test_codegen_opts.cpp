@@ -103,6 +103,38 @@ TEST_CASE("elementwise kernels get vector lanes where their loads stay contiguou
   }
 }
 
+TEST_CASE("an elementwise kernel over a symbolic length takes lanes, its last step masked") {
+  // out[h, t] = exp(a[h, t] - m[h]) for t < n (attention's softmax over the positions so far):
+  // past n nothing is read or written (the sentinels stay).
+  constexpr int64_t H = 3, kCap = 100;
+  UOp n = UOp::variable("n", 1, kCap);
+  UOp out = buf(0, dtypes::float32, H * kCap), a = buf(1, dtypes::float32, H * kCap),
+      m = buf(2, dtypes::float32, H);
+  UOp h = UOp::range(H, 0), t = UOp::range(n, 1);
+  UOp ast = sink({store(out, h * kCap + t, (load(a, h * kCap + t) - load(m, h)).alu(Op::EXP2))});
+  Kernel k = compile(ast, {.max_threads = 2});
+  CAPTURE(k.ks.opts_desc);
+  CHECK(k.ks.opts_desc.find("UPCAST(1,16)") != std::string::npos);
+  CHECK(k.ks.src.find("masked.store") != std::string::npos);
+  CHECK(k.ks.src.find("gather") == std::string::npos);
+  Kernel ref = compile(ast, {.noopt = 1});
+  std::vector<float> va = randf(H * kCap, 41), vm = randf(H, 42);
+  for (int64_t len : {int64_t{1}, int64_t{15}, int64_t{16}, int64_t{17}, int64_t{77}, kCap}) {
+    CAPTURE(len);
+    std::vector<float> want(H * kCap, -7.0f), got(H * kCap, -7.0f);
+    ref.run({want.data(), va.data(), vm.data()}, {len}, 1);
+    k.run({got.data(), va.data(), vm.data()}, {len}, 2);
+    for (int64_t r = 0; r < H; ++r)
+      for (int64_t x = 0; x < kCap; ++x) {
+        CAPTURE(x);
+        if (x >= len)
+          CHECK(got[r * kCap + x] == -7.0f);
+        else
+          CHECK(got[r * kCap + x] == doctest::Approx(want[r * kCap + x]).epsilon(1e-6));
+      }
+  }
+}
+
 TEST_CASE("threads: integer kernels are bit-exact on 1, 2 and 5 cores") {
   const int R = 100, C = 50;
   UOp out = buf(0, dtypes::int32, R), a = buf(1, dtypes::int32, R * C);
