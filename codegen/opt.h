@@ -8,6 +8,8 @@
 //   THREAD(axis, n)  the output axis is split across n cores by core_id
 //   PACK(axis, 1)    a reduce operand independent of `axis` is copied into a contiguous scratch
 //                    buffer outside the `axis` loop (see pack.h)
+// UPCAST and UNROLL of an axis of symbolic extent n loop ceil(n / amount) times; every load and
+// store at n or past it is masked off and a reduce adds its identity there.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -33,12 +35,13 @@ struct Opt {
 std::string to_string(const std::vector<Opt>& opts);
 
 /// Applies `opts` in order to the kernel AST; an Error names an opt that does not fit (unknown
-/// axis, amount not dividing a constant range, wrong axis kind). Split axes get fresh axis ids.
+/// axis, amount not dividing a constant range, a SPLIT of a symbolic one, wrong axis kind). Split
+/// axes get fresh axis ids.
 UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts);
 
 /// The heuristic's choice for `ast` on `target`: register tiling for GEMM-shaped reduces, upcasts
-/// of contiguous output axes, vector lanes along a contiguous reduce axis (lane_reduce.h), and
-/// threads when the kernel is big enough.
+/// of contiguous output axes, vector lanes along a contiguous reduce axis (lane_reduce.h; masked
+/// at the end of a symbolic one), and threads when the kernel is big enough.
 /// `max_threads` bounds the THREAD amount (0: the THREADS knob, else the host's core count).
 std::vector<Opt> heuristic_opts(const UOp& ast, const CodegenTarget& target, int64_t max_threads);
 
