@@ -342,7 +342,8 @@ class Renderer {
     if (affine_coefficient(i, axis) == 1) {
       // Lane 0's address; the access covers the next lanes_ elements. Under a false scalar gate
       // the address is the buffer's start (in bounds) and the masked access touches nothing. A
-      // gate per lane (a reduce's tail) may leave lane 0's address past the buffer: no inbounds.
+      // gate per lane (the masked tail of a symbolic axis) may leave lane 0's address outside the
+      // buffer: no inbounds.
       std::string first = fresh();
       emit("{} = extractelement <{} x {}> {}, i64 0", first, lanes_, it, name(i));
       const bool lane_gate = gated && is_vec(u.src(2));
