@@ -71,12 +71,15 @@ int main(int argc, char** argv) {
   std::printf("model: %u layers, %s, %.1f MB of weights; warm-up (compiles) %.1f s\n", a.layers,
               a.type_name.c_str(), weight_bytes * 1e-6, run.warmup_seconds);
   std::printf(
-      "prefill %lld tokens: %.2f tok/s = %.2f GFLOP/s (%.1f%% of OpenBLAS sgemm %.1f GFLOP/s)\n",
-      static_cast<long long>(a.prompt_len), run.prefill_tps, prefill_gflops,
-      100 * prefill_gflops / blas, blas);
+      "prefill %lld tokens: %.2f tok/s (%s) = %.2f GFLOP/s (%.1f%% of OpenBLAS sgemm %.1f "
+      "GFLOP/s)\n",
+      static_cast<long long>(a.prompt_len), run.prefill_tps,
+      bench::rounds_text(run.prefill_rounds).c_str(), prefill_gflops, 100 * prefill_gflops / blas,
+      blas);
   std::printf(
-      "decode %zu tokens: %.2f tok/s; roofline %.2f tok/s at %.1f GB/s read -> %.1f%% of "
+      "decode %zu tokens: %.2f tok/s (%s); roofline %.2f tok/s at %.1f GB/s read -> %.1f%% of "
       "roofline\n",
-      run.decoded, run.decode_tps, roofline_tps, bw, 100 * run.decode_tps / roofline_tps);
+      run.decoded, run.decode_tps, bench::rounds_text(run.decode_rounds).c_str(), roofline_tps, bw,
+      100 * run.decode_tps / roofline_tps);
   return 0;
 }

@@ -55,11 +55,13 @@ int main(int argc, char** argv) {
       "(compiles) %.1f s\n",
       a.layers, gdn_layers, a.type_name.c_str(), weight_bytes * 1e-6, state_bytes * 0.5e-6,
       run.warmup_seconds);
-  std::printf("prefill %lld tokens: %.2f tok/s (%.1f ms per 32-token chunk)\n",
-              static_cast<long long>(a.prompt_len), run.prefill_tps, 32e3 / run.prefill_tps);
+  std::printf("prefill %lld tokens: %.2f tok/s (%s; %.1f ms per 32-token chunk)\n",
+              static_cast<long long>(a.prompt_len), run.prefill_tps,
+              bench::rounds_text(run.prefill_rounds).c_str(), 32e3 / run.prefill_tps);
   std::printf(
-      "decode %zu tokens: %.2f tok/s; roofline %.2f tok/s at %.1f GB/s read (%d threads) -> "
+      "decode %zu tokens: %.2f tok/s (%s); roofline %.2f tok/s at %.1f GB/s read (%d threads) -> "
       "%.1f%% of roofline\n",
-      run.decoded, run.decode_tps, roofline_tps, bw, kThreads, 100 * run.decode_tps / roofline_tps);
+      run.decoded, run.decode_tps, bench::rounds_text(run.decode_rounds).c_str(), roofline_tps, bw,
+      kThreads, 100 * run.decode_tps / roofline_tps);
   return 0;
 }
