@@ -30,11 +30,12 @@ JitStats& jit_stats() {
 }
 
 void print_kernel_line(const std::string& device, const KernelSource& src, double seconds,
-                       const UOp& flops, const VarVals& vars, double bytes) {
-  // A launch captured below DEBUG=2 has no estimate.
-  const double f = flops ? launch_flops(flops, vars) : 0;
+                       const UOp& flops, const UOp& bytes, const VarVals& vars) {
+  // A launch captured below DEBUG=2 has no estimates.
+  const double f = flops ? launch_estimate(flops, vars) : 0;
+  const double b = bytes ? launch_estimate(bytes, vars) : 0;
   fmt::print(stderr, "{:<6} {:<28} {:>9.3f} ms  {:>8.2f} GFLOP/s  {:>8.2f} GB/s  {}\n", device,
-             src.name, seconds * 1e3, f / seconds * 1e-9, bytes / seconds * 1e-9, src.opts_desc);
+             src.name, seconds * 1e3, f / seconds * 1e-9, b / seconds * 1e-9, src.opts_desc);
 }
 
 void run_exec_item(const ExecItem& item, const VarVals& var_vals) {
@@ -150,7 +151,7 @@ void GraphJit::plan_launches(const std::vector<ExecItem>& captured, const std::v
   }
   launches_.clear();
   for (const ExecItem& item : captured) {
-    Launch l{item.device, item.program, {}, {}, {}, {}, item.flops};
+    Launch l{item.device, item.program, {}, {}, {}, {}, item.flops, item.bytes};
     for (size_t slot = 0; slot < item.buffers.size(); ++slot) {
       auto it = planned.find(item.buffers[slot]);
       l.keep.push_back(it != planned.end() ? views[it->second] : buffer_of(item.buffers[slot]));
@@ -188,12 +189,10 @@ void GraphJit::replay(const std::vector<UOp>& in_bufs, const VarVals& vars) {
     l.device->launch(*l.program, args, vals);
     if (debug_level() >= 2) {
       l.device->synchronize();
-      double bytes = 0;
-      for (const BufferRef& b : l.keep) bytes += static_cast<double>(b->size());
       print_kernel_line(
           "replay", l.program->source(),
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), l.flops,
-          vars, bytes);
+          l.bytes, vars);
     }
   }
 }

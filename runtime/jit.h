@@ -24,13 +24,13 @@ struct ExecItem {
   Device* device;
   std::shared_ptr<Program> program;
   std::vector<UOp> buffers;  // BUFFER nodes by slot
-  UOp flops;                 // estimated work over the kernel's variables, for DEBUG=2 (only there)
+  UOp flops, bytes;  // estimated work and memory over the kernel's variables, for DEBUG=2 (only)
 };
 
-/// DEBUG=2's line for one launch: device, kernel, time, GFLOP/s (the estimate `flops` with the
-/// variables' values), GB/s of its buffers, opts.
+/// DEBUG=2's line for one launch: device, kernel, time, GFLOP/s and GB/s (the estimates `flops`
+/// and `bytes` with the variables' values), opts.
 void print_kernel_line(const std::string& device, const KernelSource& src, double seconds,
-                       const UOp& flops, const VarVals& vars, double bytes);
+                       const UOp& flops, const UOp& bytes, const VarVals& vars);
 
 /// While alive on a thread, records every launch realize() makes on that thread. Nesting is an
 /// Error.
@@ -78,7 +78,7 @@ class GraphJit {
     std::vector<void*> handles;                          // by slot
     std::vector<std::pair<size_t, size_t>> input_slots;  // (slot, input index) swapped per call
     std::vector<std::string> var_names;                  // the program's variables, in order
-    UOp flops;                                           // estimated work, for DEBUG=2
+    UOp flops, bytes;                                    // estimates, for DEBUG=2
   };
   void plan_launches(const std::vector<ExecItem>& captured, const std::vector<UOp>& outs,
                      const std::vector<UOp>& in_bufs, int64_t first_new_buffer);

@@ -162,18 +162,17 @@ std::vector<UOp> realize(std::span<const UOp> bound_roots,
     const std::string& dev_name = item.buffers.at(0).arg_as<BufferArg>().device;
     Device& device = get_device(dev_name);
     ExecItem exec{&device, program_for(device, item.ast), item.buffers, UOp()};
-    if (debug_level() >= 2) exec.flops = estimate_flops(item.ast);
+    if (debug_level() >= 2)
+      exec.flops = estimate_flops(item.ast), exec.bytes = estimate_bytes(item.ast);
     if (CaptureScope* capture = CaptureScope::current()) capture->items.push_back(exec);
     auto t0 = std::chrono::steady_clock::now();
     run_exec_item(exec, var_vals);
     if (debug_level() >= 2) {
       device.synchronize();
-      double bytes = 0;
-      for (const UOp& b : item.buffers) bytes += static_cast<double>(buffer_of(b)->size());
       print_kernel_line(
           dev_name, exec.program->source(),
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), exec.flops,
-          var_vals, bytes);
+          exec.bytes, var_vals);
     }
   }
   return sched.outputs;
@@ -199,8 +198,30 @@ UOp estimate_flops(const UOp& kernel) {
   return flops;
 }
 
-double launch_flops(const UOp& estimate,
-                    const std::vector<std::pair<std::string, int64_t>>& var_vals) {
+UOp estimate_bytes(const UOp& kernel) {
+  // (buffer, is a store) -> elements reached by its accesses
+  std::map<std::pair<UOp, bool>, UOp> reached;
+  for (const UOp& u : gather_loads(kernel).toposort()) {
+    if (u.op() != Op::LOAD && u.op() != Op::STORE) continue;
+    const UOp& idx = u.src(0);
+    if (idx.op() != Op::INDEX || idx.src(0).op() != Op::PARAM) continue;
+    UOp n = UOp::cnst_int(dtypes::index, 1);
+    for (const UOp& r : idx.src(1).toposort())
+      if (r.op() == Op::RANGE) n = n * r.src(0);
+    auto [it, fresh] = reached.try_emplace({idx.src(0), u.op() == Op::STORE}, n);
+    if (!fresh) it->second = it->second + n;
+  }
+  UOp bytes = UOp::cnst_int(dtypes::index, 0);
+  for (const auto& [key, n] : reached) {
+    const UOp& buf = key.first;
+    const UOp size = UOp::cnst_int(dtypes::index, buf.arg_as<ParamArg>().hi);
+    bytes = bytes + n.lt(size).where(n, size) * int64_t(itemsize(buf.dtype().base()));
+  }
+  return bytes;
+}
+
+double launch_estimate(const UOp& estimate,
+                       const std::vector<std::pair<std::string, int64_t>>& var_vals) {
   std::vector<std::pair<UOp, UOp>> bound;
   for (const UOp& u : estimate.toposort())
     if (u.op() == Op::PARAM && u.arg_as<ParamArg>().slot < 0)

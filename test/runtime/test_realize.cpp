@@ -145,9 +145,28 @@ TEST_CASE("DEBUG=2's work estimate of a symbolic-length kernel uses the bound le
   Schedule sched = create_schedule({s});
   REQUIRE(sched.items.size() == 1);
   const UOp estimate = estimate_flops(sched.items[0].ast);
-  CHECK(launch_flops(estimate, {{"T", 7}}) == 7);  // one add per element summed
-  CHECK(launch_flops(estimate, {{"T", 32}}) == 32);
-  CHECK(launch_flops(estimate, {}) == 32);  // unbound: its maximum
+  CHECK(launch_estimate(estimate, {{"T", 7}}) == 7);  // one add per element summed
+  CHECK(launch_estimate(estimate, {{"T", 32}}) == 32);
+  CHECK(launch_estimate(estimate, {}) == 32);  // unbound: its maximum
+  // bytes: the T floats summed and the one written
+  const UOp bytes = estimate_bytes(sched.items[0].ast);
+  CHECK(launch_estimate(bytes, {{"T", 7}}) == 7 * 4 + 4);
+  CHECK(launch_estimate(bytes, {}) == 32 * 4 + 4);
+}
+
+TEST_CASE("DEBUG=2's memory estimate counts the elements a kernel reaches, not whole buffers") {
+  // One row of a 64 x 4 cache written from a 4-element buffer (a KV cache write at decode): 16
+  // bytes read, 16 written, not the cache's 1 KiB.
+  UOp cache = from(std::vector<float>(64 * 4, 0.0f), {64, 4});
+  UOp row = from(random_vec(4, 10), {1, 4});
+  UOp target = mop(Op::SHRINK, cache, {5, 0, 6, 4});  // row 5
+  Schedule sched = create_schedule({UOp::make(Op::ASSIGN, cache.dtype(), {target, row})});
+  REQUIRE(sched.items.size() == 1);
+  CHECK(launch_estimate(estimate_bytes(sched.items[0].ast), {}) == 16 + 16);
+  // A sum over both axes of the cache reads all of it once, whatever its loop order.
+  Schedule all = create_schedule({reduce(cache, Op::ADD, {0, 1})});
+  REQUIRE(all.items.size() == 1);
+  CHECK(launch_estimate(estimate_bytes(all.items[0].ast), {}) == 64 * 4 * 4 + 4);
 }
 
 TEST_CASE("assign into a slice of a realized buffer") {
