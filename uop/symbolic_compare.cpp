@@ -40,36 +40,20 @@ std::optional<Normal> normal_form(const UOp& u) {
   return Normal{*a, g, all_negative};
 }
 
-// A sum split as g*S' + r + k, where r is the sum of the coefficient-1 terms, 0 <= r < g, and g
-// divides every other coefficient and `bound` - k: then g*S' + r + k < bound iff S' < (bound-k)/g,
-// since r cannot carry g*S' across a multiple of g. Returns S' and (bound-k)/g. (A vector lane
-// index under an aligned base: base*16 + lane < 64 is base < 4, the same for all 16 lanes.)
-std::optional<std::pair<UOp, int64_t>> split_small_terms(const UOp& sum, int64_t bound) {
-  std::optional<Affine> a = decompose(sum);
-  if (!a) return std::nullopt;
-  auto rhs = checked_add(bound, -a->constant);
-  if (!rhs) return std::nullopt;
-  Affine big;
-  int64_t g = *rhs, rmin = 0, rmax = 0;
-  for (const Term& t : a->terms) {
-    if (t.coeff != 1) {
-      if (t.coeff == std::numeric_limits<int64_t>::min()) return std::nullopt;
-      big.terms.push_back(t);
-      g = gcd(g, t.coeff);
-      continue;
-    }
-    auto lo = checked_add(rmin, t.base.vmin()), hi = checked_add(rmax, t.base.vmax());
-    if (!lo || !hi) return std::nullopt;
-    rmin = *lo, rmax = *hi;
-  }
-  if (big.terms.empty() || big.terms.size() == a->terms.size() || g <= 1 || rmin < 0 || rmax >= g)
-    return std::nullopt;
-  return std::pair{rebuild(scaled(big, g, false), sum.dtype()), *rhs / g};
+// x < d with x = h*y + s, 0 <= s < h and h | d: y < d/h, as floor(x/h) = y (split_at_factor).
+// A vector lane index under an aligned base: base*16 + lane < 64 is base < 4, for all 16 lanes.
+// Returns y and d/h.
+std::optional<std::pair<UOp, int64_t>> lt_split(const UOp& x, int64_t d) {
+  std::optional<Affine> a = decompose(x);
+  if (!a || a->terms.size() < 2) return std::nullopt;
+  for (int64_t h : shared_factors(*a, d))
+    if (auto ys = split_at_factor(*a, h, x.dtype())) return std::pair{ys->first, d / h};
+  return std::nullopt;
 }
 
 // S + k < d, S = g*S': S' < ceil((d-k)/g); all coefficients negative: floor((k-d)/g) < -S'.
 R lt_sum_const(const UOp& root, const UOp& lhs, int64_t d) {
-  if (auto s = split_small_terms(lhs, d)) return s->first.lt(iconst(lhs.dtype(), s->second));
+  if (auto s = lt_split(lhs, d)) return s->first.lt(iconst(lhs.dtype(), s->second));
   std::optional<Normal> n = normal_form(lhs);
   if (!n) return std::nullopt;
   auto rhs = checked_add(d, -n->a.constant);
@@ -83,9 +67,9 @@ R lt_sum_const(const UOp& root, const UOp& lhs, int64_t d) {
 
 // c < S + k, S = g*S': floor((c-k)/g) < S'; all coefficients negative: -S' < ceil((k-c)/g).
 R lt_const_sum(const UOp& root, int64_t c, const UOp& rhs_sum) {
-  // c < x is !(x < c+1); split as above: c < x iff (c+1-k)/g - 1 < S'.
+  // c < x is !(x < c+1): split as above, c < h*y + s iff (c+1)/h - 1 < y.
   if (c != std::numeric_limits<int64_t>::max())
-    if (auto s = split_small_terms(rhs_sum, c + 1))
+    if (auto s = lt_split(rhs_sum, c + 1))
       return iconst(rhs_sum.dtype(), s->second - 1).lt(s->first);
   std::optional<Normal> n = normal_form(rhs_sum);
   if (!n) return std::nullopt;
@@ -160,10 +144,10 @@ const PatternMatcher& pm_compare() {
            return m["x"].const_int_like(d >= 0 ? *bound - 1 : *bound).lt(m["x"]);
          }},
         // c0*x + k < d -> x < ceil((d-k)/c0); -x < d -> -d < x (and sums with a common factor);
-        // g*x + y < d -> x < d/g when 0 <= y < g and g divides d
+        // h*y + s < d -> y < d/h when 0 <= s < h and h divides d
         {lt(ix, c1),
          [](const Match& m) { return lt_sum_const(m.root(), m["x"], m["c1"].const_int()); }},
-        // c < c0*x + k -> floor((c-k)/c0) < x; c < g*x + y -> (c+1)/g - 1 < x likewise
+        // c < c0*x + k -> floor((c-k)/c0) < x; c < h*y + s -> (c+1)/h - 1 < y likewise
         {lt(c0, ix),
          [](const Match& m) { return lt_const_sum(m.root(), m["c0"].const_int(), m["x"]); }},
         // a + x < b + x -> a - b < 0, likewise != and == (terms cancel across the sides)

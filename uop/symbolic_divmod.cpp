@@ -2,9 +2,6 @@
 // only valid for non-negative dividends (where truncation equals flooring) checks vmin first.
 #include "uop/symbolic.h"
 
-#include <algorithm>
-#include <functional>
-
 #include "uop/symbolic_impl.h"
 
 namespace ugrad {
@@ -110,28 +107,14 @@ R fold_divmod_split(const Match& m) {
     return std::nullopt;
   std::optional<Affine> a = decompose(x);
   if (!a || a->terms.size() < 2) return std::nullopt;
-  // Candidate h, largest first: the more of x goes to y, the more the quotient folds.
-  std::vector<int64_t> hs;
-  for (const Term& term : a->terms)
-    if (int64_t h = gcd(c, term.coeff); h > 1 && h < c) hs.push_back(h);
-  std::sort(hs.begin(), hs.end(), std::greater<>());
-  hs.erase(std::unique(hs.begin(), hs.end()), hs.end());
-  for (int64_t h : hs) {
-    Affine y, s;
-    for (const Term& term : a->terms) {
-      if (term.coeff % h == 0)
-        y.terms.push_back({term.base, term.coeff / h});
-      else
-        s.terms.push_back(term);
-    }
-    if (s.terms.empty()) continue;  // every coefficient: the common-factor rule's case
-    for (int64_t k_in_y : {floordiv(a->constant, h), int64_t(0)}) {
-      y.constant = k_in_y;
-      s.constant = a->constant - k_in_y * h;
-      UOp rest = rebuild(s, t);
-      if (rest.vmin() < 0 || rest.vmax() >= h) continue;
-      UOp yy = rebuild(y, t), d = iconst(t, c / h);
-      return is_mod_root(m) ? (yy % d) * iconst(t, h) + rest : yy.idiv(d);
+  // Candidate h, largest first: the more of x goes to y, the more the quotient folds. h == c (every
+  // term's factor) is the common-factor rule's case.
+  for (int64_t h : shared_factors(*a, c)) {
+    if (h == c) continue;
+    if (auto ys = split_at_factor(*a, h, t)) {
+      const auto& [y, rest] = *ys;
+      const UOp d = iconst(t, c / h);
+      return is_mod_root(m) ? (y % d) * iconst(t, h) + rest : y.idiv(d);
     }
   }
   return std::nullopt;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "uop/uop.h"
@@ -32,6 +33,13 @@ std::optional<Affine> decompose(const UOp& u, size_t max_terms = 128);
 UOp rebuild(const Affine& a, DType dtype);
 /// The same sum with repeated bases merged into the first occurrence.
 Affine combine_like_terms(const Affine& a);
+
+/// The factors h > 1 of `c` that some coefficient of `a` shares with it (gcds), largest first.
+std::vector<int64_t> shared_factors(const Affine& a, int64_t c);
+/// The sum as h*y + s with 0 <= s < h over the ranges, so floor(sum/h) = y: y is the terms whose
+/// coefficients h divides, over h, plus floor(k/h); s is the other terms (at least one) plus
+/// k mod h, or plus k when that fits instead. nullopt when s can leave [0, h).
+std::optional<std::pair<UOp, UOp>> split_at_factor(const Affine& a, int64_t h, DType dtype);
 
 /// Floor division and modulo (the remainder has the divisor's sign).
 int64_t floordiv(int64_t a, int64_t b);

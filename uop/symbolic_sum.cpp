@@ -4,6 +4,7 @@
 #include "uop/symbolic_impl.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <unordered_map>
@@ -108,6 +109,33 @@ Affine combine_like_terms(const Affine& a) {
   }
   std::erase_if(out.terms, [](const Term& t) { return t.coeff == 0; });
   return out;
+}
+
+std::vector<int64_t> shared_factors(const Affine& a, int64_t c) {
+  std::vector<int64_t> hs;
+  for (const Term& term : a.terms)
+    if (int64_t h = gcd(c, term.coeff); h > 1) hs.push_back(h);
+  std::sort(hs.begin(), hs.end(), std::greater<>());
+  hs.erase(std::unique(hs.begin(), hs.end()), hs.end());
+  return hs;
+}
+
+std::optional<std::pair<UOp, UOp>> split_at_factor(const Affine& a, int64_t h, DType dtype) {
+  Affine y, s;
+  for (const Term& term : a.terms) {
+    if (term.coeff % h == 0)
+      y.terms.push_back({term.base, term.coeff / h});
+    else
+      s.terms.push_back(term);
+  }
+  if (s.terms.empty()) return std::nullopt;
+  for (int64_t k_in_y : {floordiv(a.constant, h), int64_t(0)}) {
+    y.constant = k_in_y;
+    s.constant = a.constant - k_in_y * h;
+    UOp rest = rebuild(s, dtype);
+    if (rest.vmin() >= 0 && rest.vmax() < h) return std::pair{rebuild(y, dtype), rest};
+  }
+  return std::nullopt;
 }
 
 }  // namespace sym
