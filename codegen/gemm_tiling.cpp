@@ -65,7 +65,16 @@ std::optional<std::vector<Opt>> gemm_tiling_opts(const UOp& ast, const CodegenTa
   const int64_t row_bytes = n.src(0).const_int() * int64_t(itemsize(b.dtype().base()));
   const bool pack =
       !target.is_gpu && k_extent >= 64 && k_extent * tn <= kMaxPackElements && row_bytes >= 1024;
-  if (!pack) {
+  if (pack) {
+    const int64_t tiles = n.src(0).const_int() / tn;
+    for (int64_t panels : {4, 2})
+      if (tiles % panels == 0 && tiles / panels >= 2 &&
+          k_extent * tn * panels <= kMaxPackElements) {
+        opts.push_back({OptType::Split, n_axis, panels});
+        break;
+      }
+    opts.push_back({OptType::Pack, m_axis, 1});
+  } else {
     // A tile of few rows takes copies of its column vector while the accumulators fit in half the
     // registers: attention's weighted sum of values at decode (2 query rows per key/value head)
     // ran 2 x 32 columns, each accumulator one FMA per key (latency-bound) and each pass over the
@@ -77,16 +86,6 @@ std::optional<std::vector<Opt>> gemm_tiling_opts(const UOp& ast, const CodegenTa
            n.src(0).const_int() % (tn * copies * 2) == 0)
       copies *= 2;
     if (copies > 1) opts.push_back({OptType::Upcast, n_axis, copies});
-  }
-  if (pack) {
-    const int64_t tiles = n.src(0).const_int() / tn;
-    for (int64_t panels : {4, 2})
-      if (tiles % panels == 0 && tiles / panels >= 2 &&
-          k_extent * tn * panels <= kMaxPackElements) {
-        opts.push_back({OptType::Split, n_axis, panels});
-        break;
-      }
-    opts.push_back({OptType::Pack, m_axis, 1});
   }
   return opts;
 }
