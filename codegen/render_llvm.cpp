@@ -601,6 +601,9 @@ class Renderer {
           emit("{} = select {} {}, {} {}, {} {}", r, vt(dtypes::bool_, v), c, ty, x, ty, y);
         }
         break;
+      case Op::DOT4:
+        r = dot4_words(u, v);
+        break;
       case Op::WHERE: {
         const std::string et = vt(u.src(1).dtype(), v);
         std::string c = name(u.src(0)), x = a(1), y = a(2);
@@ -643,6 +646,53 @@ class Renderer {
         internal_error("render_llvm: {} should have been decomposed", op_name(op));
     }
     names_[u] = r;
+  }
+
+  // DOT4(a, b): per 32-bit word, a's 4 bytes (unsigned) times b's (signed), summed. x86 VNNI:
+  // vpdpbusd on 4, 8 or 16 lanes; AMD: v_dot4 per word; otherwise the 4 byte products added.
+  std::string dot4_words(const UOp& u, bool v) {
+    const int64_t n = v ? lanes_ : 1;
+    const std::string x = val(u.src(0), v), y = val(u.src(1), v), wt = vt(dtypes::int32, v);
+    std::string r = fresh();
+    if (target_.is_gpu && !v) {
+      declares_.insert("declare i32 @llvm.amdgcn.sudot4(i1, i32, i1, i32, i32, i1)");
+      emit("{} = call i32 @llvm.amdgcn.sudot4(i1 false, i32 {}, i1 true, i32 {}, i32 0, i1 false)",
+           r, x, y);
+      return r;
+    }
+    if (target_.has_vnni && v && (n == 4 || n == 8 || n == 16)) {
+      const std::string fn = fmt::format("llvm.x86.avx512.vpdpbusd.{}", 32 * n);
+      declares_.insert(fmt::format("declare {} @{}({}, {}, {})", wt, fn, wt, wt, wt));
+      emit("{} = call {} @{}({} zeroinitializer, {} {}, {} {})", r, wt, fn, wt, wt, x, wt, y);
+      return r;
+    }
+    const std::string bt = fmt::format("<{} x i8>", 4 * n), pt = fmt::format("<{} x i32>", 4 * n);
+    std::string xb = fresh(), yb = fresh(), xe = fresh(), ye = fresh(), p = fresh();
+    emit("{} = bitcast {} {} to {}", xb, wt, x, bt);
+    emit("{} = bitcast {} {} to {}", yb, wt, y, bt);
+    emit("{} = zext {} {} to {}", xe, bt, xb, pt);
+    emit("{} = sext {} {} to {}", ye, bt, yb, pt);
+    emit("{} = mul nsw {} {}, {}", p, pt, xe, ye);
+    if (!v) {
+      declares_.insert("declare i32 @llvm.vector.reduce.add.v4i32(<4 x i32>)");
+      emit("{} = call i32 @llvm.vector.reduce.add.v4i32(<4 x i32> {})", r, p);
+      return r;
+    }
+    // Word w's products are lanes 4w..4w+3: four strided shuffles, added.
+    std::string sum;
+    for (int64_t j = 0; j < 4; ++j) {
+      std::string mask, part = fresh();
+      for (int64_t w = 0; w < n; ++w) mask += fmt::format("{}i32 {}", w ? ", " : "", 4 * w + j);
+      emit("{} = shufflevector {} {}, {} poison, <{} x i32> <{}>", part, pt, p, pt, n, mask);
+      if (j == 0) {
+        sum = part;
+        continue;
+      }
+      std::string next = fresh();
+      emit("{} = add nsw {} {}, {}", next, wt, sum, part);
+      sum = next;
+    }
+    return sum;
   }
 
   // lane_permute(table, index) on x86 AVX-512: vpermps on each 16 lanes, from the table's first 16.

@@ -17,6 +17,7 @@ CodegenTarget cpu_codegen_target() {
   // f32 loads (activations) gained nothing and slowed 32-row matmuls.
   t.prefetch_bytes = 2048;
   t.has_lane_permute = t.simd_bytes >= 64;
+  t.has_vnni = t.simd_bytes >= 64 && __builtin_cpu_supports("avx512vnni");
   return t;
 }
 

@@ -236,6 +236,14 @@ UGRAD_INT_BINOP(idiv, IDIV, "idiv")
 UGRAD_INT_BINOP(mod, MOD, "mod")
 #undef UGRAD_INT_BINOP
 
+Tensor dot4(const Tensor& a, const Tensor& b) {
+  for (const Tensor* t : {&a, &b})
+    if (t->dtype() != dtypes::int32 && t->dtype() != dtypes::uint32)
+      fail("dot4: takes int32 or uint32 words of 4 bytes, got {}", to_string(t->dtype()));
+  auto [x, y] = broadcast_pair(a.bitcast(dtypes::int32), b.bitcast(dtypes::int32), "dot4");
+  return alu(Op::DOT4, dtypes::int32, {x, y});
+}
+
 Tensor maximum(const Tensor& a, const Tensor& b) { return binop(Op::MAX, a, b, "maximum"); }
 Tensor minimum(const Tensor& a, const Tensor& b) {
   auto [x, y] = broadcast_pair(a, b, "minimum");

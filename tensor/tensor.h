@@ -354,6 +354,9 @@ UGRAD_TENSOR_BINARY(mod)
 UGRAD_TENSOR_BINARY(floordiv)
 UGRAD_TENSOR_BINARY(pow)
 #undef UGRAD_TENSOR_BINARY
+/// Per element, the 4 bytes of a (unsigned) times the 4 bytes of b (signed), summed (an int8 dot
+/// product: x86 vpdpbusd, AMD v_dot4). a and b are int32 or uint32 words; the result is int32.
+Tensor dot4(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a);
 /// cond ? a : b with broadcasting.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);

@@ -226,6 +226,12 @@ ConstValue int_op(Op op, DType t, DType result, std::span<const ConstValue> v) {
       return wrap(ipow(a, sb, sgn));
     case Op::MULACC:
       return wrap(a * b + static_cast<uint64_t>(const_as_int(v[2])));
+    case Op::DOT4: {
+      int64_t sum = 0;
+      for (int i = 0; i < 32; i += 8)
+        sum += static_cast<int64_t>((a >> i) & 255) * static_cast<int8_t>((b >> i) & 255);
+      return wrap(static_cast<uint64_t>(sum));
+    }
     default:
       unsupported(op, t);
   }

@@ -74,6 +74,7 @@ enum OpFlag : uint32_t {
   X(SHL, 2, kBinary)                                                                  \
   X(SHR, 2, kBinary)                                                                  \
   X(POW, 2, kBinary)                                                                  \
+  X(DOT4, 2, kBinary) /* int32: src0's 4 bytes (uint8) times src1's (int8), summed */ \
   X(WHERE, 3, kTernary)                                                               \
   X(MULACC, 3, kTernary) /* a*b+c */                                                  \
   /* tensor graph; movement ops take symbolic sizes as sources after src0 */          \

@@ -73,6 +73,9 @@ R check_binary(const Match& m) {
     case Op::SHR:
       require(is_int_dt(t) || is_bool_dt(t), u, "bitwise ops take integers or bools");
       break;
+    case Op::DOT4:
+      require(t.base() == dtypes::int32 && !t.is_ptr, u, "DOT4 takes int32 words of 4 bytes");
+      break;
     default:
       require(is_scalar_like(t), u, "an ALU result is a value, not a pointer or void");
   }

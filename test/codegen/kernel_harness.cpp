@@ -30,9 +30,9 @@ void Kernel::run(std::vector<void*> bufs, std::vector<int64_t> vars, int64_t n_c
   ThreadPool::instance().run(fn, bufs.data(), n_cores > 0 ? n_cores : ks.cpu_threads);
 }
 
-Kernel compile(const UOp& ast, const CodegenOptions& opts) {
+Kernel compile(const UOp& ast, const CodegenOptions& opts, const CodegenTarget& target) {
   Kernel k;
-  k.ks = codegen(ast, cpu_codegen_target(), opts);
+  k.ks = codegen(ast, target, opts);
   static const LlvmTarget host = cpu_target();
   auto object = llvm_compile_object(host, k.ks.src, k.ks.name);
   k.program = CpuJit::instance().load(object, k.ks.name);

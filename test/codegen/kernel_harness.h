@@ -27,7 +27,9 @@ struct Kernel {
   /// Runs with the buffers (by slot) and variable values on n_cores (0: ks.cpu_threads).
   void run(std::vector<void*> bufs, std::vector<int64_t> vars = {}, int64_t n_cores = 0) const;
 };
-Kernel compile(const UOp& ast, const CodegenOptions& opts = {});
+/// `target` may drop host features (the code is still for the host).
+Kernel compile(const UOp& ast, const CodegenOptions& opts = {},
+               const CodegenTarget& target = cpu_codegen_target());
 
 /// Deterministic pseudo-random values in [lo, hi).
 std::vector<float> randf(size_t n, uint32_t seed, float lo = -1, float hi = 1);

@@ -13,6 +13,7 @@
 #include "kernel_harness.h"
 #include "runtime/amd_kernargs.h"
 #include "runtime/hip_device.h"
+#include "runtime/llvm_disasm.h"
 #include "test/mockgpu/mock_device.h"
 #include "uop/env.h"
 #include "uop/float16.h"
@@ -158,6 +159,29 @@ TEST_CASE("emulated: dot4 matvec (sdot4, udot4, sudot4) matches integer math") {
       CHECK(got[r] == want);
     }
   }
+}
+
+TEST_CASE("emulated: DOT4 of words (unsigned x signed bytes) is v_dot4 and matches byte math") {
+  Mock m;
+  std::mt19937 rng(11);
+  const int64_t n = 300;
+  std::vector<uint32_t> x(n), y(n);
+  for (auto& v : x) v = uint32_t(rng());
+  for (auto& v : y) v = uint32_t(rng());
+  x[0] = 0xffffffffu, y[0] = 0x80808080u;  // 255 * -128 in every byte
+  UOp out = buf(0, dtypes::int32, n), a = buf(1, dtypes::int32, n), b = buf(2, dtypes::int32, n);
+  UOp i = UOp::range(n, 0);
+  uint64_t po = m.upload(std::vector<int32_t>(n));
+  GpuKernel g = m.run(sink({store(out, i, load(a, i).alu(Op::DOT4, load(b, i)))}),
+                      {po, m.upload(x), m.upload(y)});
+  CHECK(disassemble_amdgpu(g.bin.code_object).find("v_dot4_i32_iu8") != std::string::npos);
+  std::vector<int32_t> got = m.download<int32_t>(po, n);
+  for (int64_t q = 0; q < n; ++q) {
+    int32_t want = 0;
+    for (int s = 0; s < 32; s += 8) want += int32_t((x[q] >> s) & 255) * int8_t((y[q] >> s) & 255);
+    CHECK(got[q] == want);
+  }
+  CHECK(got[0] == 4 * 255 * -128);
 }
 
 TEST_CASE("emulated: f64 exp2/log2/sin decompositions on the GPU") {

@@ -132,6 +132,16 @@ struct BinaryOp {
 
 double c_mod(double a, double b) { return std::fmod(a, b); }
 
+// The bytes of two int32 words, a's unsigned, b's signed, multiplied pairwise and summed.
+double dot4_ref(double a, double b) {
+  const auto x = static_cast<uint32_t>(static_cast<int64_t>(a)),
+             y = static_cast<uint32_t>(static_cast<int64_t>(b));
+  double sum = 0;
+  for (int i = 0; i < 32; i += 8)
+    sum += double((x >> i) & 255) * double(static_cast<int8_t>((y >> i) & 255));
+  return sum;
+}
+
 const BinaryOp kBinary[] = {
     {"add",
      [](const T& a, const T& b) { return a + b; },
@@ -273,6 +283,16 @@ const BinaryOp kBinary[] = {
      2,
      true,
      true},
+    {"dot4",
+     [](const T& a, const T& b) { return dot4(a, b); },
+     dot4_ref,
+     {i32},
+     -2147483648.0,
+     2147483647.0,
+     -2147483648.0,
+     2147483647.0,
+     true,
+     false},
     {"idiv",
      [](const T& a, const T& b) { return idiv(a, b); },
      [](double a, double b) { return std::trunc(a / b); },

@@ -43,6 +43,7 @@ const Group kGroups[] = {
       "ge",
       "eq",
       "ne",
+      "dot4",
       "idiv",
       "idiv_negdivisor",
       "mod",
