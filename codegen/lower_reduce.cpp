@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <unordered_map>
 
 #include "codegen/ranges.h"
 #include "uop/error.h"
@@ -73,6 +74,65 @@ std::vector<UOp> terms(const UOp& x, Op op) {
   return out;
 }
 
+// The factors of the MUL tree at x, left to right; a product that does not vary over `lanes` (a
+// scalar, computed once) is one factor.
+std::vector<UOp> factors(const UOp& x, const std::vector<UOp>& lanes) {
+  auto varies = [&](const UOp& r) { return depends_on(x, r); };
+  if (x.op() != Op::MUL || std::none_of(lanes.begin(), lanes.end(), varies)) return {x};
+  std::vector<UOp> out = factors(x.src(0), lanes), right = factors(x.src(1), lanes);
+  out.insert(out.end(), right.begin(), right.end());
+  return out;
+}
+
+UOp product(const std::vector<UOp>& fs) {
+  UOp p = fs[0];
+  for (size_t i = 1; i < fs.size(); ++i) p = p * fs[i];
+  return p;
+}
+
+// Float terms of a sum that share a factor (a super-block's scale, the same for its sub-blocks'
+// lane groups) multiply it once: f*a + f*b + ... -> f * (a + b + ...), greedily by the factor in
+// most terms. The inner sum is two interleaved chains of multiply-adds (half the latency of one);
+// reassociating a sum is what splitting accumulators does already.
+std::vector<UOp> factor_shared(const std::vector<UOp>& parts, const std::vector<UOp>& lanes) {
+  std::vector<std::vector<UOp>> fs;
+  for (const UOp& p : parts) fs.push_back(factors(p, lanes));
+  std::vector<bool> used(parts.size(), false);
+  std::vector<UOp> out;
+  for (;;) {
+    std::unordered_map<UOp, size_t> count;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      if (used[i] || fs[i].size() < 2) continue;
+      std::vector<UOp> seen;
+      for (const UOp& f : fs[i])
+        if (std::find(seen.begin(), seen.end(), f) == seen.end()) seen.push_back(f), ++count[f];
+    }
+    UOp best;
+    size_t most = 1;
+    for (size_t i = 0; i < parts.size(); ++i)  // first-seen order: deterministic
+      for (const UOp& f : used[i] ? std::vector<UOp>{} : fs[i])
+        if (count.count(f) && count[f] > most) best = f, most = count[f];
+    if (!best) break;
+    std::vector<UOp> rests;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      if (used[i] || fs[i].size() < 2) continue;
+      auto at = std::find(fs[i].begin(), fs[i].end(), best);
+      if (at == fs[i].end()) continue;
+      std::vector<UOp> rest = fs[i];
+      rest.erase(rest.begin() + (at - fs[i].begin()));
+      rests.push_back(product(rest));
+      used[i] = true;
+    }
+    UOp chain[2];
+    for (size_t i = 0; i < rests.size(); ++i)
+      chain[i % 2] = chain[i % 2] ? chain[i % 2] + rests[i] : rests[i];
+    out.push_back(best * (chain[1] ? chain[0] + chain[1] : chain[0]));
+  }
+  for (size_t i = 0; i < parts.size(); ++i)
+    if (!used[i]) out.push_back(parts[i]);
+  return out;
+}
+
 // Lowers the innermost REDUCEs (those with no REDUCE inside): one pass of the fixed point.
 UOp lower_innermost(const UOp& ast, int64_t& next_acc) {
   RangeMap open = open_ranges(ast);
@@ -107,9 +167,17 @@ UOp lower_innermost(const UOp& ast, int64_t& next_acc) {
       // scalar one their pairwise sum (shorter chains). With few accumulators in the loop the
       // terms alternate between two, so each chain of dependent multiply-adds is half as long (a
       // Q4_K matvec's 8 lane groups per super-block were one chain: latency-bound).
-      const std::vector<UOp> parts = lanes > 1 ? terms(red.src(0), op) : std::vector{red.src(0)};
-      const size_t chains =
-          parts.size() >= kMinTermsToSplit && g.members.size() <= kMaxMembersToSplit ? 2 : 1;
+      std::vector<UOp> parts = lanes > 1 ? terms(red.src(0), op) : std::vector{red.src(0)};
+      if (op == Op::ADD && is_float(dt) && parts.size() > 1) {
+        std::vector<UOp> lane_axes;
+        for (const UOp& r : g.ranges)
+          if (is_lane(r)) lane_axes.push_back(r);
+        parts = factor_shared(parts, lane_axes);
+      }
+      const size_t chains = g.members.size() > kMaxMembersToSplit  ? 1
+                            : parts.size() >= 4 * kMinTermsToSplit ? 4
+                            : parts.size() >= kMinTermsToSplit     ? 2
+                                                                   : 1;
       accs.emplace_back();
       for (size_t c = 0; c < chains; ++c) {
         UOp acc = UOp::make(Op::DEFINE_REG, dt.vec(lanes).ptr(AddrSpace::Reg), {}, next_acc++);

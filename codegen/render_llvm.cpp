@@ -401,7 +401,8 @@ class Renderer {
       emit("{} = call {} @{}({} {}, i32 {}, <{} x i1> {}, {} zeroinitializer)", r, mt, fn,
            idx_ptr_type(idx), name(idx), align, lanes_, mask_of(idx), mt);
     } else {
-      if (v && itemsize(t.base()) <= 2 && target_.prefetch_bytes > 0) prefetch(name(idx));
+      if (v && (itemsize(t.base()) <= 2 || is_int(t)) && target_.prefetch_bytes > 0)
+        prefetch(name(idx));
       emit("{} = load {}, {} {}, align {}", r, mt, idx_ptr_type(idx), name(idx), align);
     }
     if (is_bool(t)) {

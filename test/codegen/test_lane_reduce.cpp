@@ -220,10 +220,10 @@ TEST_CASE("lane reduce: a reduce unrolled whole (outer extent 1) and a lane-inva
   }
 }
 
-TEST_CASE("lane reduce: vector loads of bytes and halves are prefetched ahead, f32 loads are not") {
+TEST_CASE("lane reduce: vector loads of ints and halves are prefetched ahead, f32 loads are not") {
   // An int8 weight streamed by a matvec: its loads prefetch prefetch_bytes ahead; the f32 x is
-  // not prefetched, nor is anything in a float-only linear, while a half weight is. Prefetching
-  // changes no value.
+  // not prefetched, nor is anything in a float-only linear, while a half weight and int32 words
+  // (packed quantized data) are. Prefetching changes no value.
   const int64_t N = 64, K = 1024;
   UOp y = buf(0, dtypes::float32, N), x = buf(1, dtypes::float32, K),
       w = buf(2, dtypes::int8, N * K);
@@ -256,11 +256,19 @@ TEST_CASE("lane reduce: vector loads of bytes and halves are prefetched ahead, f
   const std::string half_src = compile(half_ast, {.max_threads = 2}).ks.src;
   CHECK(count(half_src, "call void @llvm.prefetch") >= 1);
   CHECK(count(half_src, "call void @llvm.prefetch") == count(half_src, " x half>, ptr"));
+  UOp wi = buf(2, dtypes::int32, N * K);
+  UOp int_ast = sink(
+      {store(y, n, reduce(load(x, k) * load(wi, n * K + k).cast(dtypes::float32), Op::ADD, {k}))});
+  const std::string int_src = compile(int_ast, {.max_threads = 2}).ks.src;
+  CHECK(count(int_src, "call void @llvm.prefetch") >= 1);
+  CHECK(count(int_src, "call void @llvm.prefetch") == count(int_src, " x i32>, ptr"));
 }
 
-TEST_CASE("lane reduce: few accumulators take lane groups in two chains, a tile's take one each") {
+TEST_CASE(
+    "lane reduce: few accumulators take lane groups in 2 or 4 chains, a tile's take one each") {
   // 4 lane groups per iteration: one accumulator's chain of 4 multiply-adds becomes two of 2 (the
-  // loop was latency-bound); 4 accumulators (rows of a tile) already have independent chains.
+  // loop was latency-bound), 16 groups four of 4; 4 accumulators (rows of a tile) already have
+  // independent chains.
   auto allocas = [](const std::string& src, const std::string& type) {
     size_t n = 0;
     for (size_t at = 0; (at = src.find("alloca " + type, at)) != std::string::npos; ++at) ++n;
@@ -274,6 +282,7 @@ TEST_CASE("lane reduce: few accumulators take lane groups in two chains, a tile'
   };
   const std::vector<Case> cases{
       {1, {{OptType::Unroll, 2, 32}, {OptType::Unroll, 2, 4}}, 2, "<32 x float>"},
+      {1, {{OptType::Unroll, 2, 16}, {OptType::Unroll, 2, 16}}, 4, "<16 x float>"},
       {4,
        {{OptType::Unroll, 2, 16}, {OptType::Unroll, 2, 4}, {OptType::Upcast, 0, 4}},
        4,
@@ -322,4 +331,25 @@ TEST_CASE("lane reduce: a reduce over a symbolic length takes lanes with its las
       CHECK(got_sum[r] == want_sum);  // halves of integers: exact in any order
     }
   }
+}
+
+TEST_CASE("lane reduce: lane groups sharing a factor (a block's scale) multiply it once") {
+  // y[n] = sum_k x[k] * w[n, k] * s[n, k / 64]: 4 groups of 16 lanes span a block, so their terms
+  // share s: s * (x0 w0 + ... + x3 w3) is 5 multiplies where the terms alone take 8.
+  const int64_t N = 24, K = 512;
+  UOp y = buf(0, dtypes::float32, N), x = buf(1, dtypes::float32, K),
+      w = buf(2, dtypes::float32, N * K), sc = buf(3, dtypes::float32, N * K / 64);
+  UOp n = UOp::range(N, 0), k = UOp::range(K, 1, AxisType::Reduce);
+  UOp term = load(x, k) * load(w, n * K + k) * load(sc, n * (K / 64) + k.idiv(idx(64)));
+  UOp ast = sink({store(y, n, reduce(term, Op::ADD, {k}))});
+  std::vector<float> xv = randf(K, 46), wv = randf(N * K, 47), sv = randf(N * K / 64, 48);
+  std::vector<float> ref(N), got(N);
+  compile(ast, {.noopt = 1}).run({ref.data(), xv.data(), wv.data(), sv.data()}, {}, 1);
+  Kernel kern =
+      compile(ast, {.opts = std::vector<Opt>{{OptType::Unroll, 1, 16}, {OptType::Unroll, 1, 4}}});
+  size_t muls = 0;
+  for (size_t at = 0; (at = kern.ks.src.find("= fmul", at)) != std::string::npos; ++at) ++muls;
+  CHECK(muls == 5);
+  kern.run({got.data(), xv.data(), wv.data(), sv.data()}, {}, 1);
+  check_close(got, ref, 1e-5);
 }
