@@ -4,7 +4,9 @@
 //               (the decode roofline);
 //   x (32, in): matmul GFLOP/s against OpenBLAS sgemm of the same shape (fp32 weights) in this run
 //               (a prefill chunk).
-// Results are checked against OpenBLAS on the reference-dequantized weights.
+// Each weight is a model Linear (llm/models/linear.h): a Q4_K matvec quantizes x to int8 and runs
+// DOT4 where the host has VNNI. Results are checked against OpenBLAS on the reference-dequantized
+// weights (for Q4_K with x unrounded: its max err includes the int8 rounding).
 //   bench_qmatvec [all|TYPE[,TYPE...]] [OUTxIN ...]   (TYPE: a ggml type name, e.g. Q6_K, IQ4_XS)
 #include <cblas.h>
 #include <fmt/format.h>
@@ -20,6 +22,7 @@
 
 #include "bench/bench_util.h"
 #include "bench/openblas_baseline.h"
+#include "llm/models/linear.h"
 #include "llm/quant/dequantize.h"
 #include "llm/quant/formats.h"
 #include "llm/quant/lazy_dequant.h"
@@ -59,7 +62,7 @@ double best_seconds(F&& f, double min_seconds = 0.05) {
 struct Weight {
   std::vector<uint8_t> bytes;  // the ggml blocks
   std::vector<float> deq;      // reference dequantized, (out, in) row-major
-  Tensor lazy;                 // dequantize_lazy over the bytes, (out, in)
+  Linear linear;               // over the bytes, as a model loads it
 };
 
 Weight make_weight(GgmlType type, int64_t out, int64_t in, std::mt19937& rng) {
@@ -71,9 +74,11 @@ Weight make_weight(GgmlType type, int64_t out, int64_t in, std::mt19937& rng) {
   quantize(type, w, r.bytes);
   r.deq.resize(w.size());
   dequantize(type, r.bytes, r.deq);
-  Tensor raw = Tensor::from_bytes(std::as_bytes(std::span(r.bytes)),
-                                  {static_cast<int64_t>(r.bytes.size())}, dtypes::uint8, "CPU");
-  r.lazy = dequantize_lazy(raw, type, {out, in});
+  GgufTensor t;
+  t.dims = {static_cast<uint64_t>(in), static_cast<uint64_t>(out)};
+  t.type = type;
+  t.data = r.bytes;
+  r.linear = load_linear(t, "CPU");  // the bytes stay put: Weight is moved, never copied
   return r;
 }
 
@@ -110,9 +115,9 @@ Run time_linear(const Weight& w, int64_t rows, int64_t out, int64_t in, std::mt1
   for (float& f : xs) f = uni(rng);
   Tensor x = Tensor::from_vector(xs, {rows, in}, dtypes::float32, "CPU");
   x.realize();
-  const Tensor wl = w.lazy;
-  TensorJit jit([wl](const std::vector<Tensor>& in, const VarVals&) {
-    return std::vector<Tensor>{in[0].linear(wl)};
+  const Linear lin = w.linear;
+  TensorJit jit([lin](const std::vector<Tensor>& in, const VarVals&) {
+    return std::vector<Tensor>{lin(in[0])};
   });
   Tensor y;
   for (int i = 0; i < 3; ++i) y = jit({x})[0];  // eager, capture, first replay

@@ -17,14 +17,17 @@ ChunkedModel::ChunkedModel(const GgufFile& file, int64_t max_context, const std:
       name_(std::move(name)) {
   if (max_context < 1) fail("max context {} must be at least 1", max_context);
   output_norm_ = load(weights_.output_norm);
-  output_ = load(weights_.output);
+  output_ = load_linear(weights_.output);
 }
 
 Tensor ChunkedModel::load(const GgufTensor* t) const { return load_weight(*t, device_, owner_); }
+Linear ChunkedModel::load_linear(const GgufTensor* t) const {
+  return llm::load_linear(*t, device_, owner_);
+}
 
 FeedForward ChunkedModel::load_ffn(const LayerWeights& lw) const {
-  if (config_.moe) return {Tensor(), Tensor(), Tensor(), load_moe(lw, config_, device_, owner_)};
-  return {load(lw.ffn_gate), load(lw.ffn_up), load(lw.ffn_down), std::nullopt};
+  if (config_.moe) return {{}, {}, {}, load_moe(lw, config_, device_, owner_)};
+  return {load_linear(lw.ffn_gate), load_linear(lw.ffn_up), load_linear(lw.ffn_down), std::nullopt};
 }
 
 Tensor ChunkedModel::forward(std::span<const int32_t> tokens, int64_t start_pos) {
@@ -56,8 +59,7 @@ Tensor ChunkedModel::run(std::span<const int32_t> tokens, int64_t start_pos, boo
           // Materialized: the norm's two kernels would each recompute the last block's output.
           Tensor last = x.shrink_to({{c.len - 1, c.len}, {dim(0), dim(config_.dim)}}).contiguous();
           if (!head) return std::vector<UOp>{last.node()};
-          return std::vector<UOp>{
-              pre_norm(last, output_norm_, config_.rms_eps).linear(output_).node()};
+          return std::vector<UOp>{output_(pre_norm(last, output_norm_, config_.rms_eps)).node()};
         },
         fmt::format("{} {} rows={}", name_, head ? "forward" : "prefill", rows));
   }

@@ -36,6 +36,7 @@ class ChunkedModel : public LanguageModel {
                std::string name);
   /// A weight of this file on the model's device (load_weight; the mapping stays alive).
   Tensor load(const GgufTensor* t) const;
+  Linear load_linear(const GgufTensor* t) const;
   /// The FFN of a layer: the MoE FFN when the config has experts, else dense SwiGLU.
   FeedForward load_ffn(const LayerWeights& lw) const;
   /// The layers over a chunk of embedded tokens x (rows, dim): the hidden states (rows, dim).
@@ -62,7 +63,8 @@ class ChunkedModel : public LanguageModel {
   /// the graph's output (the logits, or the last hidden row).
   Tensor run(std::span<const int32_t> tokens, int64_t start_pos, bool logits);
   std::string name_;
-  Tensor output_norm_, output_;
+  Tensor output_norm_;
+  Linear output_;
   std::map<std::pair<int64_t, bool>, Step> steps_;  // by row count and whether logits are made
 };
 

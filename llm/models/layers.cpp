@@ -21,26 +21,6 @@ std::vector<std::pair<std::string, int64_t>> Chunk::var_vals(int64_t start_pos, 
   return vv;
 }
 
-Tensor load_weight(const GgufTensor& t, const std::string& device,
-                   const std::shared_ptr<const void>& owner) {
-  std::vector<int64_t> shape(t.dims.rbegin(), t.dims.rend());  // ggml lists innermost first
-  // Plain float types are tensors of their own dtype: no byte reassembly in every kernel. BF16
-  // is the high half of an f32 (a uint16 load, widened and bitcast).
-  if (t.type == GgmlType::BF16)
-    return (Tensor::from_host_memory(std::as_bytes(t.data), shape, dtypes::uint16, device, owner)
-                .cast(dtypes::uint32) *
-            65536)
-        .bitcast(dtypes::float32);
-  if (t.type == GgmlType::F32 || t.type == GgmlType::F16)
-    return Tensor::from_host_memory(std::as_bytes(t.data), shape,
-                                    t.type == GgmlType::F32 ? dtypes::float32 : dtypes::float16,
-                                    device, owner)
-        .cast(dtypes::float32);
-  Tensor raw = Tensor::from_host_memory(
-      std::as_bytes(t.data), {static_cast<int64_t>(t.data.size())}, dtypes::uint8, device, owner);
-  return dequantize_lazy(raw, t.type, shape);
-}
-
 Tensor rms_norm(const Tensor& x, const Tensor& w, float eps) {
   return x * (x.square().mean({-1}, true) + eps).rsqrt() * w;
 }
@@ -73,11 +53,11 @@ std::pair<Tensor, Tensor> rope_tables(int64_t start_pos, int64_t rows, int64_t n
           Tensor::from_vector(sin_t, {rows, 1, half}, dtypes::float32, device)};
 }
 
-Tensor swiglu(const Tensor& h, const Tensor& gate, const Tensor& up, const Tensor& down) {
+Tensor swiglu(const Tensor& h, const Linear& gate, const Linear& up, const Linear& down) {
   // Each projection is its own plain matmul kernel (with the matmul optimizations), and so is
   // their product (fused into the down projection, SiLU would be recomputed per output column).
-  Tensor g = h.linear(gate).contiguous(), u = h.linear(up).contiguous();
-  return (g.silu() * u).contiguous().linear(down);
+  Tensor g = gate(h).contiguous(), u = up(h).contiguous();
+  return down((g.silu() * u).contiguous());
 }
 
 // Rows past max_context - 1 take the padding of a chunk that starts near the end.

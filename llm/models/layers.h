@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "llm/gguf/gguf.h"
+#include "llm/models/linear.h"
 #include "llm/models/moe.h"
 #include "tensor/tensor.h"
 
@@ -28,13 +29,6 @@ struct Chunk {
 
 /// The chunk of `rows` rows for a model of `max_context` positions.
 Chunk make_chunk(int64_t rows, int64_t max_context);
-
-/// A GGUF matrix [ne0 = in, ne1 = out] as a lazy (out, in) float32 tensor over its raw bytes, a
-/// vector [n] as (n,): dequantized inside whatever kernel consumes it. On the CPU the bytes are
-/// the file's mapping itself (no copy), kept alive by `owner` (GgufFile::keepalive(); null: the
-/// caller keeps the file open as long as the tensor lives).
-Tensor load_weight(const GgufTensor& t, const std::string& device,
-                   const std::shared_ptr<const void>& owner = nullptr);
 
 /// x / sqrt(mean(x^2) + eps) * w over the last axis.
 Tensor rms_norm(const Tensor& x, const Tensor& w, float eps);
@@ -54,11 +48,11 @@ std::pair<Tensor, Tensor> rope_tables(int64_t start_pos, int64_t rows, int64_t n
                                       const std::string& device);
 
 /// down(silu(gate(h)) * up(h)).
-Tensor swiglu(const Tensor& h, const Tensor& gate, const Tensor& up, const Tensor& down);
+Tensor swiglu(const Tensor& h, const Linear& gate, const Linear& up, const Linear& down);
 
 /// A layer's FFN: dense SwiGLU, or the MoE FFN (qwen3moe, qwen35moe).
 struct FeedForward {
-  Tensor gate, up, down;
+  Linear gate, up, down;
   std::optional<MoeWeights> moe;
   /// (rows, dim) -> (rows, dim).
   Tensor operator()(const Tensor& h) const {

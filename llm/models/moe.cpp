@@ -18,9 +18,10 @@ MoeWeights load_moe(const LayerWeights& lw, const ModelConfig& config, const std
   w.up_exps = load(lw.ffn_up_exps);
   w.down_exps = load(lw.ffn_down_exps);
   w.n_used = config.moe->n_experts_used;
-  w.shared_gate = load(lw.ffn_gate_shexp);
-  w.shared_up = load(lw.ffn_up_shexp);
-  w.shared_down = load(lw.ffn_down_shexp);
+  auto linear = [&](const GgufTensor* t) { return t ? load_linear(*t, device, owner) : Linear{}; };
+  w.shared_gate = linear(lw.ffn_gate_shexp);
+  w.shared_up = linear(lw.ffn_up_shexp);
+  w.shared_down = linear(lw.ffn_down_shexp);
   w.shared_gate_inp = load(lw.ffn_gate_inp_shexp);
   return w;
 }
@@ -68,7 +69,7 @@ Tensor moe_ffn(const MoeWeights& w, const Tensor& h) {
   // (rows, k, dim, F) x (rows, k, 1, F) -> (rows, k, dim), weighted and summed over the slots.
   Tensor out = (chosen(w.down_exps, ids) * act.reshape({rows, k, 1, ffn})).sum({3}).contiguous();
   Tensor y = (out * weights.reshape({rows, k, 1})).sum({1});
-  if (w.shared_gate.defined()) {
+  if (w.shared_gate.weight.defined()) {
     Tensor shared = swiglu(h, w.shared_gate, w.shared_up, w.shared_down);
     Tensor g = h.linear(w.shared_gate_inp.reshape({1, dim})).sigmoid();  // (rows, 1)
     y = y + g * shared;

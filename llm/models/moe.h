@@ -13,6 +13,7 @@
 #include <string>
 
 #include "llm/model/config.h"
+#include "llm/models/linear.h"
 #include "tensor/tensor.h"
 
 namespace ugrad::llm {
@@ -23,8 +24,8 @@ struct MoeWeights {
   Tensor gate_exps, up_exps;      // (E, F, dim)  ffn_gate_exps, ffn_up_exps
   Tensor down_exps;               // (E, dim, F)  ffn_down_exps
   int64_t n_used = 0;             // k: experts per token
-  Tensor shared_gate, shared_up;  // (S, dim); empty when absent (qwen3moe)
-  Tensor shared_down;             // (dim, S)
+  Linear shared_gate, shared_up;  // (S, dim); empty when absent (qwen3moe)
+  Linear shared_down;             // (dim, S)
   Tensor shared_gate_inp;         // (dim,) the shared expert's sigmoid gate
 };
 

@@ -10,10 +10,10 @@ Qwen3Model::Qwen3Model(const GgufFile& file, int64_t max_context, const std::str
   if (config_.arch != ModelArch::kQwen3 && config_.arch != ModelArch::kQwen3Moe)
     fail("model: architecture '{}' is not a Qwen3 model", arch_name(config_.arch));
   for (const LayerWeights& lw : weights_.layers)
-    layers_.push_back(Layer{load(lw.attn_norm), load(lw.attn_q), load(lw.attn_k), load(lw.attn_v),
-                            load(lw.attn_output), load(lw.attn_q_norm), load(lw.attn_k_norm),
-                            load(lw.ffn_norm), load_ffn(lw),
-                            KvCache(max_context, config_.n_kv_heads, config_.head_dim, device_)});
+    layers_.push_back(Layer{
+        load(lw.attn_norm), load_linear(lw.attn_q), load_linear(lw.attn_k), load_linear(lw.attn_v),
+        load_linear(lw.attn_output), load(lw.attn_q_norm), load(lw.attn_k_norm), load(lw.ffn_norm),
+        load_ffn(lw), KvCache(max_context, config_.n_kv_heads, config_.head_dim, device_)});
 }
 
 Tensor Qwen3Model::attention(Layer& l, const Tensor& h, const Tensor& cos, const Tensor& sin,
@@ -21,13 +21,11 @@ Tensor Qwen3Model::attention(Layer& l, const Tensor& h, const Tensor& cos, const
   const int64_t n = chunk.rows, heads = config_.n_heads, kv_heads = config_.n_kv_heads,
                 hd = config_.head_dim;
   // The projections are materialized: the norm's reduce and the rotation both read them.
-  Tensor q =
-      rms_norm(h.linear(l.wq).contiguous().reshape({n, heads, hd}), l.q_norm, config_.rms_eps);
-  Tensor k =
-      rms_norm(h.linear(l.wk).contiguous().reshape({n, kv_heads, hd}), l.k_norm, config_.rms_eps);
-  Tensor v = h.linear(l.wv).contiguous().reshape({n, kv_heads, hd});
+  Tensor q = rms_norm(l.wq(h).contiguous().reshape({n, heads, hd}), l.q_norm, config_.rms_eps);
+  Tensor k = rms_norm(l.wk(h).contiguous().reshape({n, kv_heads, hd}), l.k_norm, config_.rms_eps);
+  Tensor v = l.wv(h).contiguous().reshape({n, kv_heads, hd});
   Tensor out = l.cache.attend(rope(q, cos, sin), rope(k, cos, sin), v, chunk, var_vals_);
-  return out.linear(l.wo);
+  return l.wo(out);
 }
 
 Tensor Qwen3Model::layers(Tensor x, const Tensor& cos, const Tensor& sin, const Chunk& chunk) {

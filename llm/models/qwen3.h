@@ -20,7 +20,9 @@ class Qwen3Model : public ChunkedModel {
 
  private:
   struct Layer {
-    Tensor attn_norm, wq, wk, wv, wo, q_norm, k_norm, ffn_norm;
+    Tensor attn_norm;
+    Linear wq, wk, wv, wo;
+    Tensor q_norm, k_norm, ffn_norm;
     FeedForward ffn;
     KvCache cache;
   };

@@ -130,15 +130,15 @@ Qwen35Model::Qwen35Model(const GgufFile& file, int64_t max_context, const std::s
     if (config_.is_recurrent(i)) {
       const int64_t taps = hc.conv_kernel, hv = hc.n_value_heads;
       DeltaNet& d = l.gdn.emplace();
-      d.w_qkv = load(lw.attn_qkv);
-      d.w_z = load(lw.attn_gate);
+      d.w_qkv = load_linear(lw.attn_qkv);
+      d.w_z = load_linear(lw.attn_gate);
       d.conv = load(lw.ssm_conv1d);
       d.dt_bias = load(lw.ssm_dt);
       d.a = load(lw.ssm_a);
-      d.w_beta = load(lw.ssm_beta);
-      d.w_alpha = load(lw.ssm_alpha);
+      d.w_beta = load_linear(lw.ssm_beta);
+      d.w_alpha = load_linear(lw.ssm_alpha);
       d.norm = load(lw.ssm_norm);
-      d.w_out = load(lw.ssm_out);
+      d.w_out = load_linear(lw.ssm_out);
       d.conv_state =
           Tensor::zeros({taps - 1, hc.conv_dim()}, dtypes::float32, device_).contiguous();
       d.state = Tensor::zeros({hv, hc.value_head_dim(), hc.key_head_dim}, dtypes::float32, device_)
@@ -146,10 +146,10 @@ Qwen35Model::Qwen35Model(const GgufFile& file, int64_t max_context, const std::s
       Tensor states[] = {d.conv_state, d.state};
       Tensor::realize_all(states);
     } else {
-      l.attn = Attention{load(lw.attn_q),
-                         load(lw.attn_k),
-                         load(lw.attn_v),
-                         load(lw.attn_output),
+      l.attn = Attention{load_linear(lw.attn_q),
+                         load_linear(lw.attn_k),
+                         load_linear(lw.attn_v),
+                         load_linear(lw.attn_output),
                          load(lw.attn_q_norm),
                          load(lw.attn_k_norm),
                          KvCache(max_context, config_.n_kv_heads, config_.head_dim, device_)};
@@ -199,15 +199,14 @@ Tensor Qwen35Model::attention(Attention& l, const Tensor& h, const Tensor& cos, 
   const int64_t n = chunk.rows, heads = config_.n_heads, kv_heads = config_.n_kv_heads,
                 hd = config_.head_dim;
   // The projections are materialized: the norm's reduce, the rotation and the gate read them.
-  Tensor qg = h.linear(l.wq).contiguous().reshape({n, heads, 2 * hd});
+  Tensor qg = l.wq(h).contiguous().reshape({n, heads, 2 * hd});
   Tensor q = rms_norm(qg.shrink({{0, n}, {0, heads}, {0, hd}}), l.q_norm, config_.rms_eps);
   Tensor gate = qg.shrink({{0, n}, {0, heads}, {hd, 2 * hd}}).reshape({n, heads * hd});
-  Tensor k =
-      rms_norm(h.linear(l.wk).contiguous().reshape({n, kv_heads, hd}), l.k_norm, config_.rms_eps);
-  Tensor v = h.linear(l.wv).contiguous().reshape({n, kv_heads, hd});
+  Tensor k = rms_norm(l.wk(h).contiguous().reshape({n, kv_heads, hd}), l.k_norm, config_.rms_eps);
+  Tensor v = l.wv(h).contiguous().reshape({n, kv_heads, hd});
   Tensor out = l.cache.attend(rope(q, cos, sin), rope(k, cos, sin), v, chunk, var_vals_);
   // Materialized: fused into the projection the gate would be recomputed once per output column.
-  return (out * gate.sigmoid()).contiguous().linear(l.wo);
+  return l.wo((out * gate.sigmoid()).contiguous());
 }
 
 // Gated DeltaNet (§6.4) over the chunk's rows; padded rows get beta = 0 and decay = 1.
@@ -219,7 +218,7 @@ Tensor Qwen35Model::delta_net(DeltaNet& l, const Tensor& h, const Chunk& chunk) 
   const float eps = config_.rms_eps;
   // The conv window: the previous taps-1 inputs, then this chunk's rows.
   // The projection is materialized first: fused into the concatenation its kernel is ~3x slower.
-  Tensor window = cat({l.conv_state, h.linear(l.w_qkv).contiguous()}, 0).contiguous();
+  Tensor window = cat({l.conv_state, l.w_qkv(h).contiguous()}, 0).contiguous();
   window.realize(var_vals_);
   // The next conv state: the last taps-1 real inputs (padded rows come after them).
   const UOp& len = chunk.len;
@@ -242,8 +241,8 @@ Tensor Qwen35Model::delta_net(DeltaNet& l, const Tensor& h, const Chunk& chunk) 
                  .repeat({1, tiles, 1});
   Tensor k = l2_norm(heads(kd, hk, dk), eps).repeat({1, tiles, 1});
   Tensor v = heads(2 * kd, hv, dv);
-  Tensor beta = h.linear(l.w_beta).sigmoid();                          // (n, H_v)
-  Tensor log_decay = softplus(h.linear(l.w_alpha) + l.dt_bias) * l.a;  // ssm_a < 0
+  Tensor beta = l.w_beta(h).sigmoid();                          // (n, H_v)
+  Tensor log_decay = softplus(l.w_alpha(h) + l.dt_bias) * l.a;  // ssm_a < 0
   if (n > 1) {
     Tensor real = Tensor::arange(n, dtypes::int32, device_)
                       .lt(Tensor::from_dim(len, device_))
@@ -252,10 +251,10 @@ Tensor Qwen35Model::delta_net(DeltaNet& l, const Tensor& h, const Chunk& chunk) 
     log_decay = real.where(log_decay, 0.0);
   }
   Tensor y = gated_delta_rule(l.state, q, k, v, beta, log_decay, var_vals_);  // (n, H_v, d_v)
-  Tensor z = h.linear(l.w_z).contiguous().reshape({n, hv, dv});
+  Tensor z = l.w_z(h).contiguous().reshape({n, hv, dv});
   // Materialized: fused into the projection SiLU(z) would be recomputed once per output column.
   Tensor gated = (rms_norm(y, l.norm, eps) * z.silu()).reshape({n, hv * dv}).contiguous();
-  return gated.linear(l.w_out);
+  return l.w_out(gated);
 }
 
 // The whole network for a chunk of embedded tokens: the logits of the last real one, (1, vocab).

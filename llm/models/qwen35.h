@@ -53,11 +53,16 @@ class Qwen35Model : public ChunkedModel {
 
  private:
   struct Attention {
-    Tensor wq, wk, wv, wo, q_norm, k_norm;
+    Linear wq, wk, wv, wo;
+    Tensor q_norm, k_norm;
     KvCache cache;
   };
   struct DeltaNet {
-    Tensor w_qkv, w_z, conv, dt_bias, a, w_beta, w_alpha, norm, w_out;
+    Linear w_qkv, w_z;
+    Tensor conv, dt_bias, a;
+    Linear w_beta, w_alpha;
+    Tensor norm;
+    Linear w_out;
     Tensor conv_state, state;  // realized, read and assigned by every forward call
   };
   struct Layer {

@@ -15,6 +15,7 @@ class Blocks {
  public:
   explicit Blocks(Tensor b) : b_(std::move(b)), n_(b_.dims()[0]) {}
   int64_t n() const { return n_; }
+  const std::string& device() const { return b_.device(); }
   /// Bytes [off, off+len) of every block: (n, len) uint8.
   Tensor bytes(size_t off, int64_t len) const {
     return b_.shrink({{0, n_}, {static_cast<int64_t>(off), static_cast<int64_t>(off) + len}});
@@ -263,6 +264,77 @@ Tensor dequantize_lazy(const Tensor& raw, GgmlType type, const std::vector<int64
   if (n_blocks == 0) return Tensor::zeros(shape, dtypes::float32, raw.device());
   Blocks b(raw.reshape({n_blocks, static_cast<int64_t>(f.block_bytes)}));
   return it->second(b).reshape(shape);
+}
+
+namespace {
+
+// Q4_K's six-bit scales and mins from their 12 bytes s[0..11]: for sub-block j < 4, sc = s[j] & 63
+// and m = s[j+4] & 63; for j >= 4, sc = (s[j+4] & 15) + 16 * (s[j-4] >> 6) and m = (s[j+4] >> 4)
+// + 16 * (s[j] >> 6). Each term is a float read from a 256-entry table indexed by the byte itself
+// (a byte load and a broadcast load, no bit math): (n, 8) floats `first` (every j) and `second`
+// (j >= 4 only; zero for j < 4, where a consumer's upper_half select drops it).
+struct ScaleTerms {
+  Tensor sc_first, sc_second, m_first, m_second;
+};
+ScaleTerms q4_k_scale_terms(const Blocks& b) {
+  std::vector<float> values(4 * 256);
+  for (int v = 0; v < 256; ++v) {
+    values[v] = float(v & 63);
+    values[256 + v] = float(v & 15);
+    values[512 + v] = float(v >> 4);
+    values[768 + v] = float(16 * (v >> 6));
+  }
+  Tensor tables = Tensor::from_vector(values, {4 * 256, 1}, dtypes::float32, b.device());
+  tables.realize();
+  auto look = [&](int table, const Tensor& bytes) {
+    const int64_t n = bytes.size(0), k = bytes.size(1);
+    return tables.embedding((bytes.cast(dtypes::int32) + 256 * table).reshape({n * k}))
+        .reshape({n, k});
+  };
+  const size_t at = q4_k::kScales;
+  Tensor lo = b.bytes(at, 4), mid = b.bytes(at + 4, 4), hi = b.bytes(at + 8, 4);
+  Tensor none = Tensor::zeros({b.n(), 4}, dtypes::float32, b.device());
+  return {cat({look(0, lo), look(1, hi)}, 1), cat({none, look(3, lo)}, 1),
+          cat({look(0, mid), look(2, hi)}, 1), cat({none, look(3, mid)}, 1)};
+}
+
+}  // namespace
+
+Tensor q4_k_linear_int8(const Int8Rows& x, const Tensor& raw, const Tensor& words, int64_t out,
+                        int64_t in) {
+  static_assert(kInt8Block == kQK_K, "one activation scale per super-block");
+  if (in % kQK_K != 0) fail("q4_k_linear_int8: {} inputs are not a multiple of {}", in, kQK_K);
+  const int64_t per_block = q4_k::kBytes / 4, nb = in / kQK_K, n = out * nb, k4 = in / 4;
+  if (words.dtype() != dtypes::uint32 || words.numel() != n * per_block)
+    fail("q4_k_linear_int8: ({}, {}) needs {} uint32 words, got {} {}", out, in, n * per_block,
+         words.numel(), to_string(words.dtype()));
+  Blocks b(raw.reshape({n, static_cast<int64_t>(q4_k::kBytes)}));
+  const ScaleTerms st = q4_k_scale_terms(b);
+  // Sub-block 2g takes the low nibbles of words 8g..8g+7, 2g+1 their high nibbles.
+  const std::vector<int64_t> dims{n, 4, 2, 8};
+  Tensor qs = words.reshape({n, per_block})
+                  .shrink({{0, n}, {4, per_block}})
+                  .reshape({n, 4, 1, 8})
+                  .expand(dims);
+  Tensor nib = (shift_upper(qs, 2, 4) & 0x0F0F0F0F).reshape({1, out, k4});
+  const int64_t rows = x.words.size(0);
+  // Per word: dot * (d * dx) * sc + sum4 * -dmin * m, each product by a scale term its own
+  // multiply-add from a broadcast load. d * dx and -dmin are shared by a super-block's 8
+  // sub-blocks.
+  auto per_word = [&](const Tensor& t) {  // (rows', out, nb) -> (rows', out, k4)
+    return t.reshape({t.size(0), out, nb, 1})
+        .expand({t.size(0), out, nb, kQK_K / 4})
+        .reshape({t.size(0), out, k4});
+  };
+  auto per_sub = [&](const Tensor& t) { return spread(t, 8).reshape({1, out, k4}); };
+  Tensor dd = per_word(b.f16(q4_k::kD).reshape({1, out, nb}) * x.scale.reshape({rows, 1, nb}));
+  Tensor ndmin = per_word(-b.f16(q4_k::kDmin).reshape({1, out, nb}));
+  Tensor pd = dot4(nib, x.words.reshape({rows, 1, k4})).cast(dtypes::float32) * dd;
+  Tensor sd = x.sum4.reshape({rows, 1, k4}) * ndmin;
+  Tensor upper = per_sub(upper_half({n, 8}, 1));
+  Tensor first = pd * per_sub(st.sc_first) + sd * per_sub(st.m_first);
+  Tensor second = pd * per_sub(st.sc_second) + sd * per_sub(st.m_second);
+  return (first + upper.where(second, 0.0)).sum({-1});
 }
 
 }  // namespace ugrad::llm

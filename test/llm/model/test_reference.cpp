@@ -9,6 +9,7 @@
 #include "llm/model/demo_model.h"
 #include "test/llm/model/model_test_util.h"
 #include "test/llm/reference/qwen3_reference.h"
+#include "uop/float16.h"
 
 namespace ugrad::llm::test {
 namespace {
@@ -77,8 +78,14 @@ ToyModel hand_model(double q_salt = 4.0, float theta = 10000.0f, bool untied = f
 
 // The few formulas the hand check needs, written out independently of the reference.
 struct HandMath : ToyMath {
+  // Keys and values as the cache stores them: float16.
+  static Vec half(Vec v) {
+    for (double& x : v) x = half_to_float(float_to_half(static_cast<float>(x)));
+    return v;
+  }
   Vec v_proj(int32_t t) const {
-    return mv("blk.0.attn_v.weight", rms(embed(t), "blk.0.attn_norm.weight"), kKvHeads * kHeadDim);
+    return half(
+        mv("blk.0.attn_v.weight", rms(embed(t), "blk.0.attn_norm.weight"), kKvHeads * kHeadDim));
   }
   // Per-query-head attention output when every query head h reads KV head a[h / group].
   static Vec expand_kv(const Vec& a) {
@@ -114,8 +121,8 @@ struct HandMath : ToyMath {
           q_or_k(tokens[p], p, "blk.0.attn_q.weight", "blk.0.attn_q_norm.weight", kHeads, h, theta);
       Vec weights;
       for (uint32_t j = 0; j <= p; ++j) {
-        const Vec k = q_or_k(tokens[j], j, "blk.0.attn_k.weight", "blk.0.attn_k_norm.weight",
-                             kKvHeads, g, theta);
+        const Vec k = half(q_or_k(tokens[j], j, "blk.0.attn_k.weight", "blk.0.attn_k_norm.weight",
+                                  kKvHeads, g, theta));
         double dot = 0;
         for (uint32_t d = 0; d < kHeadDim; ++d) dot += q[d] * k[d];
         weights.push_back(std::exp(dot / std::sqrt(double(kHeadDim))));

@@ -17,6 +17,7 @@
 #include "test/llm/model/model_test_util.h"
 #include "test/llm/reference/qwen35_reference.h"
 #include "test/llm/reference/qwen3_reference.h"
+#include "uop/float16.h"
 
 namespace ugrad::llm::test {
 namespace {
@@ -209,7 +210,8 @@ TEST_CASE("reference qwen35: at position 0 gated attention is Wo (V * sigmoid(ga
   for (int32_t t = 0; t < int32_t(s.vocab); ++t) {
     INFO("token ", t);
     const Vec x = hand.embed(t), h = hand.rms(x, "blk.0.attn_norm.weight");
-    const Vec v = hand.mv("blk.0.attn_v.weight", h, s.head_dim);  // one KV head
+    Vec v = hand.mv("blk.0.attn_v.weight", h, s.head_dim);  // one KV head, stored as float16
+    for (double& e : v) e = half_to_float(float_to_half(static_cast<float>(e)));
     const Vec qg = hand.mv("blk.0.attn_q.weight", h, 2 * s.n_heads * s.head_dim);
     Vec gated;
     for (uint32_t head = 0; head < s.n_heads; ++head) {

@@ -15,6 +15,7 @@
 #include "llm/quant/dequantize.h"
 #include "schedule/schedule.h"
 #include "test/llm/models/models_test_util.h"
+#include "test/llm/reference/reference_math.h"
 #include "uop/error.h"
 
 using namespace ugrad;
@@ -48,12 +49,20 @@ std::vector<float> decode(const GgufTensor* t) {
 struct HostMoe {
   std::vector<float> router, gate, up, down, shared_gate, shared_up, shared_down, shared_gate_inp;
   int64_t k = 0;
+  bool int8_shared = false;  // a Q4_K shared expert rounds its inputs to int8 (llm/models/linear.h)
 };
 
 HostMoe host_weights(const LayerWeights& lw, int64_t k) {
-  return {decode(lw.ffn_gate_inp),   decode(lw.ffn_gate_exps),      decode(lw.ffn_up_exps),
-          decode(lw.ffn_down_exps),  decode(lw.ffn_gate_shexp),     decode(lw.ffn_up_shexp),
-          decode(lw.ffn_down_shexp), decode(lw.ffn_gate_inp_shexp), k};
+  return {decode(lw.ffn_gate_inp),
+          decode(lw.ffn_gate_exps),
+          decode(lw.ffn_up_exps),
+          decode(lw.ffn_down_exps),
+          decode(lw.ffn_gate_shexp),
+          decode(lw.ffn_up_shexp),
+          decode(lw.ffn_down_shexp),
+          decode(lw.ffn_gate_inp_shexp),
+          k,
+          lw.ffn_gate_shexp && lw.ffn_gate_shexp->type == GgmlType::Q4_K};
 }
 
 double silu(double v) { return v / (1 + std::exp(-v)); }
@@ -63,12 +72,16 @@ double dot(const float* w, const double* x, size_t n) {
   return s;
 }
 
-// out += scale * down(silu(gate x) * up x) for one expert: gate/up (F, dim), down (dim, F).
-void add_swiglu(const float* gate, const float* up, const float* down, int64_t ffn, const double* x,
-                double scale, double* out) {
+// out += scale * down(silu(gate x) * up x) for one expert: gate/up (F, dim), down (dim, F); with
+// `int8`, x and the activation rounded to int8 levels first.
+void add_swiglu(const float* gate, const float* up, const float* down, int64_t ffn,
+                const double* in, double scale, double* out, bool int8 = false) {
+  const std::vector<double> x =
+      int8 ? test::round_int8({in, kDim}) : std::vector<double>(in, in + kDim);
   std::vector<double> act(ffn);
   for (int64_t f = 0; f < ffn; ++f)
-    act[f] = silu(dot(gate + f * kDim, x, kDim)) * dot(up + f * kDim, x, kDim);
+    act[f] = silu(dot(gate + f * kDim, x.data(), kDim)) * dot(up + f * kDim, x.data(), kDim);
+  if (int8) act = test::round_int8(act);
   for (uint32_t d = 0; d < kDim; ++d) out[d] += scale * dot(down + d * ffn, act.data(), ffn);
 }
 
@@ -94,7 +107,7 @@ std::vector<double> host_moe(const HostMoe& m, const std::vector<double>& x) {
   if (!m.shared_gate.empty()) {
     const double g = 1 / (1 + std::exp(-dot(m.shared_gate_inp.data(), x.data(), kDim)));
     add_swiglu(m.shared_gate.data(), m.shared_up.data(), m.shared_down.data(), kSharedFfn, x.data(),
-               g, out.data());
+               g, out.data(), m.int8_shared);
   }
   return out;
 }
@@ -149,7 +162,7 @@ TEST_CASE(
       Layer layer(demo(arch, type, 5));
       MoeWeights w = load_moe(layer.lw(), layer.config, "CPU");
       CHECK(w.n_used == kUsed);
-      CHECK(w.shared_gate.defined() == (arch == ModelArch::kQwen35Moe));
+      CHECK(w.shared_gate.weight.defined() == (arch == ModelArch::kQwen35Moe));
       HostMoe host = host_weights(layer.lw(), kUsed);
       for (int64_t rows : {1, 32}) {
         CAPTURE(rows);
@@ -162,7 +175,8 @@ TEST_CASE("moe_ffn without the shared expert, and with k = 1 and k = E") {
   Layer layer(demo(ModelArch::kQwen35Moe, GgmlType::Q8_0, 9));
   MoeWeights w = load_moe(layer.lw(), layer.config, "CPU");
   HostMoe host = host_weights(layer.lw(), kUsed);
-  w.shared_gate = w.shared_up = w.shared_down = w.shared_gate_inp = Tensor();
+  w.shared_gate = w.shared_up = w.shared_down = Linear{};
+  w.shared_gate_inp = Tensor();
   host.shared_gate.clear();
   CHECK(moe_error(w, host, 32, 4) < 1e-4);
   for (int64_t k : {int64_t(1), int64_t(kExperts)}) {

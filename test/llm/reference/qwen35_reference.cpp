@@ -31,8 +31,8 @@ void l2_norm(std::span<double> x, double eps) {
 }
 
 // silu(Wgate h) * (Wup h), then Wdown: one SwiGLU FFN whose matrices start at the given spans.
-std::vector<double> swiglu(std::span<const float> gate, std::span<const float> up,
-                           std::span<const float> down, std::span<const double> h, size_t ffn) {
+std::vector<double> swiglu(MatrixView gate, MatrixView up, MatrixView down,
+                           std::span<const double> h, size_t ffn) {
   std::vector<double> g = matvec(gate, h, ffn);
   const std::vector<double> u = matvec(up, h, ffn);
   for (size_t i = 0; i < ffn; ++i) g[i] = silu(g[i]) * u[i];
@@ -131,9 +131,9 @@ ReferenceQwen35::ReferenceQwen35(const GgufFile& f) {
   const uint64_t dim = hp_.dim, vocab = hp_.vocab, hd = hp_.head_dim;
   const uint64_t q_dim = hp_.n_heads * hd, kv_dim = hp_.n_kv_heads * hd;
   const uint64_t hv = hp_.n_value_heads, value_dim = hv * hp_.value_head_dim;
-  token_embd_ = decode(f, "token_embd.weight", {dim, vocab});
+  token_embd_ = decode_matrix(f, "token_embd.weight", {dim, vocab});
   output_norm_ = decode(f, "output_norm.weight", {dim});
-  if (f.find_tensor("output.weight")) output_ = decode(f, "output.weight", {dim, vocab});
+  if (f.find_tensor("output.weight")) output_ = decode_matrix(f, "output.weight", {dim, vocab});
   layers_.resize(hp_.n_layers);
   for (uint32_t i = 0; i < hp_.n_layers; ++i) {
     const auto name = [&](const char* role) { return fmt::format("blk.{}.{}.weight", i, role); };
@@ -141,20 +141,20 @@ ReferenceQwen35::ReferenceQwen35(const GgufFile& f) {
     l.attn_norm = decode(f, name("attn_norm"), {dim});
     l.ffn_norm = decode(f, name(hybrid_ ? "post_attention_norm" : "ffn_norm"), {dim});
     if (hp_.recurrent[i]) {
-      l.w_qkv = decode(f, name("attn_qkv"), {dim, conv_dim()});
-      l.w_z = decode(f, name("attn_gate"), {dim, value_dim});
+      l.w_qkv = decode_matrix(f, name("attn_qkv"), {dim, conv_dim()});
+      l.w_z = decode_matrix(f, name("attn_gate"), {dim, value_dim});
       l.conv = decode(f, name("ssm_conv1d"), {hp_.conv_kernel, conv_dim()});
       l.dt_bias = decode(f, fmt::format("blk.{}.ssm_dt.bias", i), {hv});
       l.ssm_a = decode(f, fmt::format("blk.{}.ssm_a", i), {hv});
-      l.w_beta = decode(f, name("ssm_beta"), {dim, hv});
-      l.w_alpha = decode(f, name("ssm_alpha"), {dim, hv});
+      l.w_beta = decode_matrix(f, name("ssm_beta"), {dim, hv});
+      l.w_alpha = decode_matrix(f, name("ssm_alpha"), {dim, hv});
       l.ssm_norm = decode(f, name("ssm_norm"), {hp_.value_head_dim});
-      l.w_out = decode(f, name("ssm_out"), {value_dim, dim});
+      l.w_out = decode_matrix(f, name("ssm_out"), {value_dim, dim});
     } else {
-      l.wq = decode(f, name("attn_q"), {dim, (hybrid_ ? 2 : 1) * q_dim});
-      l.wk = decode(f, name("attn_k"), {dim, kv_dim});
-      l.wv = decode(f, name("attn_v"), {dim, kv_dim});
-      l.wo = decode(f, name("attn_output"), {q_dim, dim});
+      l.wq = decode_matrix(f, name("attn_q"), {dim, (hybrid_ ? 2 : 1) * q_dim});
+      l.wk = decode_matrix(f, name("attn_k"), {dim, kv_dim});
+      l.wv = decode_matrix(f, name("attn_v"), {dim, kv_dim});
+      l.wo = decode_matrix(f, name("attn_output"), {q_dim, dim});
       l.q_norm = decode(f, name("attn_q_norm"), {hd});
       l.k_norm = decode(f, name("attn_k_norm"), {hd});
     }
@@ -165,16 +165,16 @@ ReferenceQwen35::ReferenceQwen35(const GgufFile& f) {
       l.up_exps = decode(f, name("ffn_up_exps"), {dim, ff, e});
       l.down_exps = decode(f, name("ffn_down_exps"), {ff, dim, e});
       if (sh > 0) {
-        l.gate_shexp = decode(f, name("ffn_gate_shexp"), {dim, sh});
-        l.up_shexp = decode(f, name("ffn_up_shexp"), {dim, sh});
-        l.down_shexp = decode(f, name("ffn_down_shexp"), {sh, dim});
+        l.gate_shexp = decode_matrix(f, name("ffn_gate_shexp"), {dim, sh});
+        l.up_shexp = decode_matrix(f, name("ffn_up_shexp"), {dim, sh});
+        l.down_shexp = decode_matrix(f, name("ffn_down_shexp"), {sh, dim});
         l.gate_inp_shexp = decode(f, name("ffn_gate_inp_shexp"), {dim});
       }
     } else {
       const uint64_t ffn = hp_.ffn_dim;
-      l.w_gate = decode(f, name("ffn_gate"), {dim, ffn});
-      l.w_up = decode(f, name("ffn_up"), {dim, ffn});
-      l.w_down = decode(f, name("ffn_down"), {ffn, dim});
+      l.w_gate = decode_matrix(f, name("ffn_gate"), {dim, ffn});
+      l.w_up = decode_matrix(f, name("ffn_up"), {dim, ffn});
+      l.w_down = decode_matrix(f, name("ffn_down"), {ffn, dim});
     }
   }
   reset();
@@ -197,7 +197,7 @@ std::vector<double> ReferenceQwen35::embed(int32_t token) const {
   if (token < 0 || uint32_t(token) >= hp_.vocab) {
     fail("reference: token {} is outside the vocabulary [0, {})", token, hp_.vocab);
   }
-  const float* row = token_embd_.data() + size_t(token) * hp_.dim;
+  const float* row = token_embd_.w.data() + size_t(token) * hp_.dim;
   return std::vector<double>(row, row + hp_.dim);
 }
 
@@ -298,8 +298,9 @@ void ReferenceQwen35::add_ffn(const Layer& l, std::span<double> x) const {
     const size_t expert_size = size_t(hp_.dim) * hp_.expert_ffn_dim;
     for (uint32_t r = 0; r < hp_.n_experts_used; ++r) {
       const uint32_t e = order[r];
+      // Routed experts take their input unrounded (the model's are no Linear layers).
       const auto slice = [&](const std::vector<float>& w) {
-        return std::span<const float>(w).subspan(e * expert_size, expert_size);
+        return MatrixView{std::span<const float>(w).subspan(e * expert_size, expert_size)};
       };
       const std::vector<double> out =
           swiglu(slice(l.gate_exps), slice(l.up_exps), slice(l.down_exps), h, hp_.expert_ffn_dim);
@@ -356,8 +357,9 @@ std::vector<float> ReferenceQwen35::forward(int32_t token, uint32_t pos) {
       const Attn p = project_attention(l, h, pos);
       std::vector<double>& kc = k_cache_[li];
       std::vector<double>& vc = v_cache_[li];
-      kc.insert(kc.end(), p.k.begin(), p.k.end());
-      vc.insert(vc.end(), p.v.begin(), p.v.end());
+      const std::vector<double> k = as_half(p.k), v = as_half(p.v);
+      kc.insert(kc.end(), k.begin(), k.end());
+      vc.insert(vc.end(), v.begin(), v.end());
       const std::vector<double> heads =
           attend(p.q, kc, vc, pos + 1, hp_.n_heads, hp_.n_kv_heads, hd);
       mixer = gated_output(l, p, heads);
@@ -402,8 +404,9 @@ std::vector<std::vector<float>> ReferenceQwen35::forward_sequence(
       std::vector<double> keys, values;  // every position's, in order
       for (size_t t = 0; t < n; ++t) {
         p.push_back(project_attention(l, hs[t], uint32_t(t)));
-        keys.insert(keys.end(), p[t].k.begin(), p[t].k.end());
-        values.insert(values.end(), p[t].v.begin(), p[t].v.end());
+        const std::vector<double> k = as_half(p[t].k), v = as_half(p[t].v);
+        keys.insert(keys.end(), k.begin(), k.end());
+        values.insert(values.end(), v.begin(), v.end());
       }
       for (size_t t = 0; t < n; ++t) {
         // Causal: position t attends to positions 0..t.

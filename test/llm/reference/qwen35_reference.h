@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "llm/gguf/gguf.h"
+#include "test/llm/reference/reference_math.h"
 
 namespace ugrad::llm::test {
 
@@ -68,12 +69,15 @@ class ReferenceQwen35 {
  private:
   struct Layer {
     std::vector<float> attn_norm, ffn_norm;
-    std::vector<float> wq, wk, wv, wo, q_norm, k_norm;  // full attention
+    Matrix wq, wk, wv, wo;  // full attention
+    std::vector<float> q_norm, k_norm;
     // Gated DeltaNet; conv is [conv_dim][conv_kernel] (ggml ne = [K, conv_dim]).
-    std::vector<float> w_qkv, w_z, conv, dt_bias, ssm_a, w_beta, w_alpha, ssm_norm, w_out;
-    std::vector<float> w_gate, w_up, w_down;                              // dense FFN
-    std::vector<float> router, gate_exps, up_exps, down_exps;             // MoE experts
-    std::vector<float> gate_shexp, up_shexp, down_shexp, gate_inp_shexp;  // shared expert
+    Matrix w_qkv, w_z, w_beta, w_alpha, w_out;  // Gated DeltaNet
+    std::vector<float> conv, dt_bias, ssm_a, ssm_norm;
+    Matrix w_gate, w_up, w_down;                               // dense FFN
+    std::vector<float> router, gate_exps, up_exps, down_exps;  // MoE experts
+    Matrix gate_shexp, up_shexp, down_shexp;                   // shared expert
+    std::vector<float> gate_inp_shexp;
   };
   struct Attn;  // q, gate, k, v of one position
   struct Gdn;   // projections of one position
@@ -90,7 +94,8 @@ class ReferenceQwen35 {
   uint32_t conv_dim() const;
 
   Hparams hp_;
-  std::vector<float> token_embd_, output_norm_, output_;  // output_ empty when tied
+  std::vector<float> output_norm_;
+  Matrix token_embd_, output_;  // output_ empty when tied
   std::vector<Layer> layers_;
   // Per layer: KV cache rows (full attention); the last conv_kernel-1 inputs of the conv and the
   // H_v recurrent states of d_v x d_k (Gated DeltaNet).

@@ -67,24 +67,24 @@ ReferenceQwen3::ReferenceQwen3(const GgufFile& f) {
 
   const uint64_t dim = hp_.dim, vocab = hp_.vocab, ffn = hp_.ffn_dim, hd = hp_.head_dim;
   const uint64_t q_dim = hp_.n_heads * hd, kv_dim = hp_.n_kv_heads * hd;
-  token_embd_ = decode(f, "token_embd.weight", {dim, vocab});
+  token_embd_ = decode_matrix(f, "token_embd.weight", {dim, vocab});
   output_norm_ = decode(f, "output_norm.weight", {dim});
-  if (f.find_tensor("output.weight")) output_ = decode(f, "output.weight", {dim, vocab});
+  if (f.find_tensor("output.weight")) output_ = decode_matrix(f, "output.weight", {dim, vocab});
   layers_.resize(hp_.n_layers);
   for (uint32_t i = 0; i < hp_.n_layers; ++i) {
     const auto name = [&](const char* role) { return fmt::format("blk.{}.{}.weight", i, role); };
     Layer& l = layers_[i];
     l.attn_norm = decode(f, name("attn_norm"), {dim});
-    l.wq = decode(f, name("attn_q"), {dim, q_dim});
-    l.wk = decode(f, name("attn_k"), {dim, kv_dim});
-    l.wv = decode(f, name("attn_v"), {dim, kv_dim});
-    l.wo = decode(f, name("attn_output"), {q_dim, dim});
+    l.wq = decode_matrix(f, name("attn_q"), {dim, q_dim});
+    l.wk = decode_matrix(f, name("attn_k"), {dim, kv_dim});
+    l.wv = decode_matrix(f, name("attn_v"), {dim, kv_dim});
+    l.wo = decode_matrix(f, name("attn_output"), {q_dim, dim});
     l.q_norm = decode(f, name("attn_q_norm"), {hd});
     l.k_norm = decode(f, name("attn_k_norm"), {hd});
     l.ffn_norm = decode(f, name("ffn_norm"), {dim});
-    l.w_gate = decode(f, name("ffn_gate"), {dim, ffn});
-    l.w_up = decode(f, name("ffn_up"), {dim, ffn});
-    l.w_down = decode(f, name("ffn_down"), {ffn, dim});
+    l.w_gate = decode_matrix(f, name("ffn_gate"), {dim, ffn});
+    l.w_up = decode_matrix(f, name("ffn_up"), {dim, ffn});
+    l.w_down = decode_matrix(f, name("ffn_down"), {ffn, dim});
   }
   reset();
 }
@@ -99,7 +99,7 @@ std::vector<double> ReferenceQwen3::embed(int32_t token) const {
   if (token < 0 || uint32_t(token) >= hp_.vocab) {
     fail("reference: token {} is outside the vocabulary [0, {})", token, hp_.vocab);
   }
-  const float* row = token_embd_.data() + size_t(token) * hp_.dim;
+  const float* row = token_embd_.w.data() + size_t(token) * hp_.dim;
   return std::vector<double>(row, row + hp_.dim);
 }
 
@@ -163,8 +163,9 @@ std::vector<float> ReferenceQwen3::forward(int32_t token, uint32_t pos) {
     std::vector<double>& vc = v_cache_[li];
     kc.resize(pos * kv_dim);
     vc.resize(pos * kv_dim);
-    kc.insert(kc.end(), p.k.begin(), p.k.end());
-    vc.insert(vc.end(), p.v.begin(), p.v.end());
+    const std::vector<double> k = as_half(p.k), v = as_half(p.v);
+    kc.insert(kc.end(), k.begin(), k.end());
+    vc.insert(vc.end(), v.begin(), v.end());
     // a_h = softmax(q_h . K_g^T / sqrt(hd)) V_g over cached positions 0..pos, g = h / group.
     const std::vector<double> heads = attend(p.q, kc, vc, pos + 1, hp_.n_heads, hp_.n_kv_heads, hd);
     add_attention_output(l, heads, x);
@@ -184,8 +185,9 @@ std::vector<std::vector<float>> ReferenceQwen3::forward_sequence(
     std::vector<double> keys, values;  // every position's, in order
     for (size_t t = 0; t < n; ++t) {
       p.push_back(project_qkv(l, xs[t], uint32_t(t)));
-      keys.insert(keys.end(), p[t].k.begin(), p[t].k.end());
-      values.insert(values.end(), p[t].v.begin(), p[t].v.end());
+      const std::vector<double> k = as_half(p[t].k), v = as_half(p[t].v);
+      keys.insert(keys.end(), k.begin(), k.end());
+      values.insert(values.end(), v.begin(), v.end());
     }
     for (size_t t = 0; t < n; ++t) {
       // Causal: position t attends to positions 0..t.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "llm/gguf/gguf.h"
+#include "test/llm/reference/reference_math.h"
 
 namespace ugrad::llm::test {
 
@@ -55,7 +56,8 @@ class ReferenceQwen3 {
 
  private:
   struct Layer {
-    std::vector<float> attn_norm, wq, wk, wv, wo, q_norm, k_norm, ffn_norm, w_gate, w_up, w_down;
+    std::vector<float> attn_norm, q_norm, k_norm, ffn_norm;
+    Matrix wq, wk, wv, wo, w_gate, w_up, w_down;
   };
   struct Projections;  // q, k, v of one position
 
@@ -67,7 +69,8 @@ class ReferenceQwen3 {
   std::vector<double> embed(int32_t token) const;
 
   Hparams hp_;
-  std::vector<float> token_embd_, output_norm_, output_;  // output_ empty when tied
+  std::vector<float> output_norm_;
+  Matrix token_embd_, output_;  // output_ empty when tied
   std::vector<Layer> layers_;
   // KV cache per layer: n_cached_ rows of n_kv_heads * head_dim, after RoPE.
   std::vector<std::vector<double>> k_cache_, v_cache_;

@@ -11,6 +11,7 @@
 #include "llm/gguf/gguf.h"
 #include "llm/quant/dequantize.h"
 #include "uop/error.h"
+#include "uop/float16.h"
 
 namespace ugrad::llm::test {
 
@@ -41,6 +42,51 @@ inline std::vector<double> matvec(std::span<const float> w, std::span<const doub
     y[o] = acc;
   }
   return y;
+}
+
+/// x rounded to int8 levels as llm/quant/int8_rows.h defines them: per 256 values, scale =
+/// max|x| / 127 and x -> scale * round(x / scale), halves away from zero (all zero: zeros).
+inline std::vector<double> round_int8(std::span<const double> x) {
+  constexpr size_t kBlock = 256;
+  if (x.size() % kBlock != 0) fail("reference: int8 rounding of {} values", x.size());
+  std::vector<double> out(x.size(), 0.0);
+  for (size_t b = 0; b < x.size(); b += kBlock) {
+    double amax = 0;
+    for (size_t i = b; i < b + kBlock; ++i) amax = std::max(amax, std::fabs(x[i]));
+    if (amax == 0) continue;
+    const double scale = amax / 127;
+    for (size_t i = b; i < b + kBlock; ++i) out[i] = scale * std::round(x[i] / scale);
+  }
+  return out;
+}
+
+/// A linear layer's matrix as the reference reads it: its elements, and whether the model rounds
+/// the layer's input to int8 levels first (a Q4_K layer, llm/models/linear.h).
+struct MatrixView {
+  std::span<const float> w;
+  bool int8_input = false;
+};
+struct Matrix {
+  std::vector<float> w;
+  bool int8_input = false;
+  operator MatrixView() const { return {w, int8_input}; }
+  bool empty() const { return w.empty(); }
+};
+inline Matrix decode_matrix(const GgufFile& f, const std::string& name,
+                            std::vector<uint64_t> dims) {
+  return {decode(f, name, std::move(dims)), f.tensor(name).type == GgmlType::Q4_K};
+}
+inline std::vector<double> matvec(MatrixView m, std::span<const double> x, size_t out) {
+  if (!m.int8_input) return matvec(m.w, x, out);
+  const std::vector<double> rounded = round_int8(x);
+  return matvec(m.w, rounded, out);
+}
+
+/// v stored as float16 (the models' KV cache): each value rounded to the nearest half.
+inline std::vector<double> as_half(std::span<const double> v) {
+  std::vector<double> out;
+  for (double x : v) out.push_back(half_to_float(float_to_half(static_cast<float>(x))));
+  return out;
 }
 
 inline double silu(double v) { return v / (1.0 + std::exp(-v)); }

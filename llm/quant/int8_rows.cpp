@@ -1,0 +1,50 @@
+#include "llm/quant/int8_rows.h"
+
+#include "uop/error.h"
+
+namespace ugrad::llm {
+namespace {
+
+struct Levels {
+  Tensor q;      // (rows, in/256, 256) int32 in [-127, 127]
+  Tensor scale;  // (rows, in/256, 1) float32
+};
+
+Levels levels(const Tensor& x) {
+  if (x.ndim() != 2 || x.size(1) % kInt8Block != 0)
+    fail("int8 activations: need (rows, in) with in a multiple of {}, got {}", kInt8Block,
+         shape_str(x.shape()));
+  const int64_t rows = x.size(0), nb = x.size(1) / kInt8Block;
+  Tensor xb = x.reshape({rows, nb, kInt8Block});
+  Tensor amax = xb.abs().max({-1}, true).contiguous();
+  Tensor v = xb * amax.gt(0).where(127.0 / amax, 0.0);
+  Tensor q = (v + v.lt(0).where(-0.5, 0.5)).trunc().cast(dtypes::int32);
+  return {q, amax / 127.0};
+}
+
+}  // namespace
+
+Int8Rows quantize_rows_int8(const Tensor& x) {
+  const int64_t rows = x.size(0), k4 = x.size(1) / 4;
+  Levels l = levels(x);
+  Tensor q = l.q.reshape({rows, k4, 4});
+  // Word = the 4 levels' bytes, little-endian: a sum of shifted bytes (no bit overlaps).
+  Tensor bytes = q.bitcast(dtypes::uint32) & 255, words;
+  for (int64_t i = 0; i < 4; ++i) {
+    Tensor b = bytes.shrink({{0, rows}, {0, k4}, {i, i + 1}}) * (int64_t{1} << (8 * i));
+    words = i ? words + b : b;
+  }
+  const int64_t nb = x.size(1) / kInt8Block, per_block = kInt8Block / 4;
+  Tensor word_scale =
+      l.scale.reshape({rows, nb, 1}).expand({rows, nb, per_block}).reshape({rows, k4});
+  Tensor sum4 = q.sum({-1}).cast(dtypes::float32) * word_scale;
+  return {words.reshape({rows, k4}).bitcast(dtypes::int32).contiguous(),
+          l.scale.reshape({rows, nb}).contiguous(), sum4.contiguous()};
+}
+
+Tensor round_rows_int8(const Tensor& x) {
+  Levels l = levels(x);
+  return (l.q.cast(dtypes::float32) * l.scale).reshape({x.size(0), x.size(1)});
+}
+
+}  // namespace ugrad::llm
