@@ -25,21 +25,24 @@ Levels levels(const Tensor& x) {
 }  // namespace
 
 Int8Rows quantize_rows_int8(const Tensor& x) {
-  const int64_t rows = x.size(0), k4 = x.size(1) / 4;
+  const int64_t rows = x.size(0), k4 = x.size(1) / 4, nb = x.size(1) / kInt8Block;
   Levels l = levels(x);
   Tensor q = l.q.reshape({rows, k4, 4});
-  // Word = the 4 levels' bytes, little-endian: a sum of shifted bytes (no bit overlaps).
-  Tensor bytes = q.bitcast(dtypes::uint32) & 255, words;
+  // Word = the 4 levels' bytes, little-endian: a sum of shifted bytes (no bit overlaps). The
+  // words and the level sums are sums of the 4 slices, not reduces: one elementwise kernel.
+  Tensor words, sum;
   for (int64_t i = 0; i < 4; ++i) {
-    Tensor b = bytes.shrink({{0, rows}, {0, k4}, {i, i + 1}}) * (int64_t{1} << (8 * i));
+    Tensor level = q.shrink({{0, rows}, {0, k4}, {i, i + 1}});
+    Tensor b = (level.bitcast(dtypes::uint32) & 255) * (int64_t{1} << (8 * i));
     words = i ? words + b : b;
+    sum = i ? sum + level : level;
   }
-  const int64_t nb = x.size(1) / kInt8Block, per_block = kInt8Block / 4;
-  Tensor word_scale =
-      l.scale.reshape({rows, nb, 1}).expand({rows, nb, per_block}).reshape({rows, k4});
-  Tensor sum4 = q.sum({-1}).cast(dtypes::float32) * word_scale;
-  return {words.reshape({rows, k4}).bitcast(dtypes::int32).contiguous(),
-          l.scale.reshape({rows, nb}).contiguous(), sum4.contiguous()};
+  // The scale stays a lazy expression of the materialized max: consumers compute it inline.
+  Tensor scale = l.scale.reshape({rows, nb});
+  Tensor word_scale = scale.reshape({rows, nb, 1}).expand({rows, nb, k4 / nb}).reshape({rows, k4});
+  Tensor sum4 = sum.reshape({rows, k4}).cast(dtypes::float32) * word_scale;
+  Tensor out[] = {words.reshape({rows, k4}).bitcast(dtypes::int32).contiguous(), sum4.contiguous()};
+  return {out[0], scale, out[1]};
 }
 
 Tensor round_rows_int8(const Tensor& x) {
