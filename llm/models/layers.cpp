@@ -78,15 +78,16 @@ Tensor KvCache::attend(const Tensor& q, const Tensor& k, const Tensor& v, const 
   auto at = [&](const Tensor& cache, const UOp& lo, const UOp& hi) {
     return cache.shrink_to({{dim(0), dim(kvh)}, {lo, hi}, {dim(0), dim(hd)}});
   };
+  // q is realized with the cache writes: its projection shares their input (the normed,
+  // int8-rounded rows), which a later schedule would compute again.
   Tensor writes[] = {at(k_, sp, sp + n).assign(k.permute({1, 0, 2}).cast(dtypes::float16)),
-                     at(v_, sp, sp + n).assign(v.permute({1, 0, 2}).cast(dtypes::float16))};
+                     at(v_, sp, sp + n).assign(v.permute({1, 0, 2}).cast(dtypes::float16)),
+                     q.contiguous()};
   Tensor::realize_all(writes, var_vals);
   // Keys [0, start_pos + rows): a symbolic length, so a step reads only the filled prefix.
   Tensor keys = at(k_, dim(0), sp + n).cast(dtypes::float32);  // (kvh, L, hd)
   Tensor values = at(v_, dim(0), sp + n).cast(dtypes::float32);
-  // q is materialized: fused into the scores it would be normed and rotated once per key.
-  Tensor qg =
-      q.contiguous().reshape({n, kvh, group, hd}).permute({1, 2, 0, 3});  // (kvh, group, n, hd)
+  Tensor qg = writes[2].reshape({n, kvh, group, hd}).permute({1, 2, 0, 3});  // (kvh, group, n, hd)
   // Materialized: fused into the weighted sum of values it would be recomputed per value dim.
   Tensor scores =
       (qg.matmul(keys.unsqueeze(1).transpose()) * (1.0 / std::sqrt(static_cast<double>(hd))))
