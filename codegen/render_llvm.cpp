@@ -654,7 +654,7 @@ class Renderer {
   std::string dot4_words(const UOp& u, bool v) {
     const int64_t n = v ? lanes_ : 1;
     const std::string x = val(u.src(0), v), y = val(u.src(1), v), wt = vt(dtypes::int32, v);
-    std::string r = fresh();
+    const std::string r = fresh();  // the result, unless the byte products are shuffled (below)
     if (target_.is_gpu && !v) {
       declares_.insert("declare i32 @llvm.amdgcn.sudot4(i1, i32, i1, i32, i32, i1)");
       emit("{} = call i32 @llvm.amdgcn.sudot4(i1 false, i32 {}, i1 true, i32 {}, i32 0, i1 false)",
