@@ -75,6 +75,30 @@ UOp float32_exp2(const UOp& x) {
 
 bool alu_not_cast(Op op) { return is_alu(op) && op != Op::CAST && op != Op::BITCAST; }
 
+// The lanes of x: the extent of the vector axis it depends on (the Upcast or Unroll range the
+// expander left, which the renderer makes vector lanes), 1 for a scalar.
+int64_t lanes_of(const UOp& x) {
+  for (const UOp& u : x.toposort()) {
+    if (u.op() != Op::RANGE) continue;
+    const AxisType t = u.arg_as<RangeArg>().type;
+    if (t == AxisType::Upcast || t == AxisType::Unroll) return u.src(0).const_int();
+  }
+  return 1;
+}
+
+// DOT4(a, b) as its 4 byte products: a's bytes zero-extended, b's sign-extended (shifted to the
+// top, then arithmetically back).
+UOp dot4_bytes(const UOp& a, const UOp& b) {
+  auto c = [](int64_t v) { return UOp::cnst_int(dtypes::int32, v); };
+  UOp sum;
+  for (int64_t i = 0; i < 4; ++i) {
+    UOp ua = a.alu(Op::SHR, c(8 * i)).alu(Op::AND, c(255));
+    UOp sb = b.alu(Op::SHL, c(24 - 8 * i)).alu(Op::SHR, c(24));
+    sum = sum ? sum + ua * sb : ua * sb;
+  }
+  return sum;
+}
+
 }  // namespace
 
 const PatternMatcher& pm_decomp() {
@@ -91,6 +115,15 @@ const PatternMatcher& pm_decomp() {
       // MULACC(a, b, c) -> a*b + c
       {UPat(Op::MULACC, {UPat::var("a"), UPat::var("b"), UPat::var("c")}),
        [](const Match& m) -> R { return m["a"] * m["b"] + m["c"]; }},
+      // DOT4 without an instruction for it -> 4 byte products. The renderer emits vpdpbusd on 4,
+      // 8 or 16 lanes of an x86 VNNI host and v_dot4 on one word of an AMD GPU.
+      {UPat(Op::DOT4, {UPat::var("a"), UPat::var("b")}),
+       [](const Match& m) -> R {
+         const CodegenTarget& tg = m.ctx<const CodegenTarget>();
+         const int64_t n = lanes_of(m.root());
+         if (tg.is_gpu ? n == 1 : tg.has_vnni && (n == 4 || n == 8 || n == 16)) return std::nullopt;
+         return dot4_bytes(m["a"], m["b"]);
+       }},
       // POW(x, y) -> exp2(y*log2|x|) with C's special cases; ints through float64
       {UPat(Op::POW, {UPat::var("x"), UPat::var("y")}),
        [](const Match& m) -> R {

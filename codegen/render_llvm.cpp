@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "codegen/affine.h"
+#include "codegen/kernel_entry.h"
 #include "codegen/lane_permute.h"
 #include "codegen/linearize.h"
 #include "codegen/llvm_types.h"
@@ -22,66 +23,19 @@ class Renderer {
       : sig_(sig), target_(target), local_threads_(local_threads) {
     for (const UOp& b : sig.buffers) names_[b] = fmt::format("%data{}", b.arg_as<ParamArg>().slot);
     for (size_t j = 0; j < sig.vars.size(); ++j) names_[sig.vars[j]] = fmt::format("%var{}", j);
-    names_[core_id_special()] = "%core_id";
+    names_[core_id_special()] = "%core_id";  // buffer and variable names: kernel_entry.h
   }
 
   std::string render(const std::vector<UOp>& program, const std::string& name) {
     find_vector_axis(program);
     for (const UOp& u : program) line(u);
-    std::string params;
-    for (const UOp& b : sig_.buffers)
-      params += fmt::format("{}{} noalias align {} {}", params.empty() ? "" : ", ", ptr_type(),
-                            std::max<size_t>(itemsize(b.dtype().base()), 1), names_[b]);
-    for (size_t j = 0; j < sig_.vars.size(); ++j)
-      params += fmt::format("{}i64 %var{}", params.empty() ? "" : ", ", j);
-    std::string m;
-    for (const std::string& d : declares_) m += d + "\n";
-    if (target_.is_gpu) {
-      m += fmt::format("\ndefine amdgpu_kernel void @{}({}) #0 {{\nentry:\n", name, params);
-      m += "  %core_id = add i64 0, 0\n  %n_cores = add i64 1, 0\n";
-      m += allocas_ + body_ + "  ret void\n}\n";
-      m += fmt::format(
-          "\nattributes #0 = {{ nounwind \"amdgpu-flat-work-group-size\"=\"1,{}\" "
-          "\"no-trapping-math\"=\"true\" }}\n",
-          local_threads_);
-      return globals_ + m;
-    }
-    m += fmt::format(
-        "\ndefine internal void @{}_body({}{}i64 %core_id, i64 %n_cores) #0 {{\n"
-        "entry:\n",
-        name, params, params.empty() ? "" : ", ");
-    m += allocas_ + body_ + "  ret void\n}\n";
-    // The entry unpacks args[] so the body can take noalias pointers.
-    m += fmt::format("\ndefine void @{}(ptr %args, i64 %core_id, i64 %n_cores) #1 {{\nentry:\n",
-                     name);
-    std::string call;
-    for (const UOp& b : sig_.buffers) {
-      const int64_t slot = b.arg_as<ParamArg>().slot;
-      m += fmt::format(
-          "  %a{0} = getelementptr ptr, ptr %args, i64 {0}\n  %p{0} = load ptr, ptr %a{0}\n", slot);
-      call += fmt::format("ptr %p{}, ", slot);
-    }
-    for (size_t j = 0; j < sig_.vars.size(); ++j) {
-      const size_t at = sig_.buffers.size() + j;
-      m += fmt::format(
-          "  %va{0} = getelementptr ptr, ptr %args, i64 {1}\n"
-          "  %vp{0} = load ptr, ptr %va{0}\n  %v{0} = ptrtoint ptr %vp{0} to i64\n",
-          j, at);
-      call += fmt::format("i64 %v{}, ", j);
-    }
-    m += fmt::format("  call void @{}_body({}i64 %core_id, i64 %n_cores)\n  ret void\n}}\n", name,
-                     call);
-    m += "\nattributes #0 = { alwaysinline nounwind \"no-trapping-math\"=\"true\" }\n"
-         "attributes #1 = { nounwind \"no-trapping-math\"=\"true\" }\n";
-    return m;
+    return kernel_module({declares_, globals_, allocas_, body_}, sig_, target_, name,
+                         local_threads_);
   }
 
  private:
-  std::string ptr_type() const {
-    return target_.global_address_space
-               ? fmt::format("ptr addrspace({})", target_.global_address_space)
-               : "ptr";
-  }
+  std::string ptr_type() const { return buffer_ptr_type(target_); }
+
   std::string fresh() { return fmt::format("%v{}", next_++); }
 
   // ---- vector lanes: values that depend on the vector axis (an unexpanded Upcast range, or the
@@ -649,51 +603,24 @@ class Renderer {
     names_[u] = r;
   }
 
-  // DOT4(a, b): per 32-bit word, a's 4 bytes (unsigned) times b's (signed), summed. x86 VNNI:
-  // vpdpbusd on 4, 8 or 16 lanes; AMD: v_dot4 per word; otherwise the 4 byte products added.
+  // DOT4(a, b): per 32-bit word, a's 4 bytes (unsigned) times b's (signed), summed; x86 VNNI
+  // vpdpbusd on 4, 8 or 16 lanes, AMD v_dot4 per word (decomp.h turns the rest into bytes).
   std::string dot4_words(const UOp& u, bool v) {
     const int64_t n = v ? lanes_ : 1;
     const std::string x = val(u.src(0), v), y = val(u.src(1), v), wt = vt(dtypes::int32, v);
-    const std::string r = fresh();  // the result, unless the byte products are shuffled (below)
+    const std::string r = fresh();
     if (target_.is_gpu && !v) {
       declares_.insert("declare i32 @llvm.amdgcn.sudot4(i1, i32, i1, i32, i32, i1)");
       emit("{} = call i32 @llvm.amdgcn.sudot4(i1 false, i32 {}, i1 true, i32 {}, i32 0, i1 false)",
            r, x, y);
-      return r;
-    }
-    if (target_.has_vnni && v && (n == 4 || n == 8 || n == 16)) {
+    } else if (target_.has_vnni && (n == 4 || n == 8 || n == 16)) {
       const std::string fn = fmt::format("llvm.x86.avx512.vpdpbusd.{}", 32 * n);
       declares_.insert(fmt::format("declare {} @{}({}, {}, {})", wt, fn, wt, wt, wt));
       emit("{} = call {} @{}({} zeroinitializer, {} {}, {} {})", r, wt, fn, wt, wt, x, wt, y);
-      return r;
+    } else {
+      internal_error("render_llvm: DOT4 on {} lanes for {}", n, target_.name);
     }
-    const std::string bt = fmt::format("<{} x i8>", 4 * n), pt = fmt::format("<{} x i32>", 4 * n);
-    std::string xb = fresh(), yb = fresh(), xe = fresh(), ye = fresh(), p = fresh();
-    emit("{} = bitcast {} {} to {}", xb, wt, x, bt);
-    emit("{} = bitcast {} {} to {}", yb, wt, y, bt);
-    emit("{} = zext {} {} to {}", xe, bt, xb, pt);
-    emit("{} = sext {} {} to {}", ye, bt, yb, pt);
-    emit("{} = mul nsw {} {}, {}", p, pt, xe, ye);
-    if (!v) {
-      declares_.insert("declare i32 @llvm.vector.reduce.add.v4i32(<4 x i32>)");
-      emit("{} = call i32 @llvm.vector.reduce.add.v4i32(<4 x i32> {})", r, p);
-      return r;
-    }
-    // Word w's products are lanes 4w..4w+3: four strided shuffles, added.
-    std::string sum;
-    for (int64_t j = 0; j < 4; ++j) {
-      std::string mask, part = fresh();
-      for (int64_t w = 0; w < n; ++w) mask += fmt::format("{}i32 {}", w ? ", " : "", 4 * w + j);
-      emit("{} = shufflevector {} {}, {} poison, <{} x i32> <{}>", part, pt, p, pt, n, mask);
-      if (j == 0) {
-        sum = part;
-        continue;
-      }
-      std::string next = fresh();
-      emit("{} = add nsw {} {}, {}", next, wt, sum, part);
-      sum = next;
-    }
-    return sum;
+    return r;
   }
 
   // lane_permute(table, index) on x86 AVX-512: vpermps on each 16 lanes, from the table's first 16.

@@ -16,10 +16,8 @@ struct KernelSignature {
   std::vector<UOp> vars;     // variable PARAMs, sorted by name
 };
 
-/// LLVM IR text of `program` (from linearize) as function `name`. CPU: `void name(void** args,
-/// i64 core_id, i64 n_cores)` wrapping an always-inlined body with noalias buffer pointers.
-/// GPU: an amdgpu_kernel taking the buffers (address space 1) and the variables (i64), with
-/// `local_threads` as its flat work-group size.
+/// LLVM IR text of `program` (from linearize) as function `name`, in the module kernel_entry.h
+/// describes (the CPU and GPU entries; `local_threads`: the GPU flat work-group size).
 std::string render_llvm(const std::vector<UOp>& program, const KernelSignature& sig,
                         const CodegenTarget& target, const std::string& name,
                         int64_t local_threads = 1);
