@@ -98,34 +98,29 @@ std::vector<UOp> factor_shared(const std::vector<UOp>& parts, const std::vector<
   std::vector<std::vector<UOp>> fs;
   for (const UOp& p : parts) fs.push_back(factors(p, lanes));
   std::vector<bool> used(parts.size(), false);
+  auto open = [&](size_t i) { return !used[i] && fs[i].size() >= 2; };
   std::vector<UOp> out;
   for (;;) {
-    std::unordered_map<UOp, size_t> count;
-    for (size_t i = 0; i < parts.size(); ++i) {
-      if (used[i] || fs[i].size() < 2) continue;
-      std::vector<UOp> seen;
-      for (const UOp& f : fs[i])
-        if (std::find(seen.begin(), seen.end(), f) == seen.end()) seen.push_back(f), ++count[f];
-    }
+    std::unordered_map<UOp, size_t> count;  // open parts holding each factor
+    for (size_t i = 0; i < parts.size(); ++i)
+      for (auto f = fs[i].begin(); open(i) && f != fs[i].end(); ++f)
+        if (std::find(fs[i].begin(), f, *f) == f) ++count[*f];
     UOp best;
     size_t most = 1;
-    for (size_t i = 0; i < parts.size(); ++i)  // first-seen order: deterministic
-      for (const UOp& f : used[i] ? std::vector<UOp>{} : fs[i])
-        if (count.count(f) && count[f] > most) best = f, most = count[f];
+    for (size_t i = 0; i < parts.size(); ++i)  // the first factor seen wins ties: deterministic
+      for (const UOp& f : fs[i])
+        if (open(i) && count[f] > most) best = f, most = count[f];
     if (!best) break;
-    std::vector<UOp> rests;
-    for (size_t i = 0; i < parts.size(); ++i) {
-      if (used[i] || fs[i].size() < 2) continue;
+    UOp chain[2];
+    for (size_t i = 0, n = 0; i < parts.size(); ++i) {
       auto at = std::find(fs[i].begin(), fs[i].end(), best);
-      if (at == fs[i].end()) continue;
+      if (!open(i) || at == fs[i].end()) continue;
       std::vector<UOp> rest = fs[i];
       rest.erase(rest.begin() + (at - fs[i].begin()));
-      rests.push_back(product(rest));
+      UOp& c = chain[n++ % 2];
+      c = c ? c + product(rest) : product(rest);
       used[i] = true;
     }
-    UOp chain[2];
-    for (size_t i = 0; i < rests.size(); ++i)
-      chain[i % 2] = chain[i % 2] ? chain[i % 2] + rests[i] : rests[i];
     out.push_back(best * (chain[1] ? chain[0] + chain[1] : chain[0]));
   }
   for (size_t i = 0; i < parts.size(); ++i)
