@@ -11,6 +11,7 @@
 #include "codegen/lane_permute.h"
 #include "codegen/linearize.h"
 #include "codegen/llvm_types.h"
+#include "codegen/ranges.h"
 #include "uop/error.h"
 
 namespace ugrad {
@@ -221,6 +222,9 @@ class Renderer {
   void open_loop(const UOp& r) {
     const int id = next_block_++;
     loop_ids_[r] = id;
+    const AxisType type = r.arg_as<RangeArg>().type;
+    if (type == AxisType::Loop || type == AxisType::Global || type == AxisType::Thread)
+      output_loops_.push_back(r);
     std::string begin = "0", end = name(r.src(0));
     if (r.arg_as<RangeArg>().type == AxisType::Thread) {
       // This core's contiguous share of [0, end): sizes differ by at most one.
@@ -256,6 +260,17 @@ class Renderer {
     emit("br label %loop{}", id);
     label(fmt::format("exit{}", id));
     names_.erase(r);
+    std::erase(output_loops_, r);
+  }
+
+  // A load whose address moves with none of the output loops around it reads the same memory for
+  // every output (a matvec's activations): the first output brought it into the cache, so a
+  // prefetch would only take a load slot (a Q4_K matvec issued 8 per super-block this way).
+  bool reused_across_outputs(const UOp& idx) const {
+    if (output_loops_.empty()) return false;
+    for (const UOp& r : output_loops_)
+      if (depends_on(idx, r)) return false;
+    return true;
   }
 
   // How an INDEX is accessed: one element, `lanes_` contiguous elements (all or none of them, by a
@@ -355,7 +370,8 @@ class Renderer {
       emit("{} = call {} @{}({} {}, i32 {}, <{} x i1> {}, {} zeroinitializer)", r, mt, fn,
            idx_ptr_type(idx), name(idx), align, lanes_, mask_of(idx), mt);
     } else {
-      if (v && (itemsize(t.base()) <= 2 || is_int(t)) && target_.prefetch_bytes > 0)
+      if (v && (itemsize(t.base()) <= 2 || is_int(t)) && target_.prefetch_bytes > 0 &&
+          !reused_across_outputs(idx))
         prefetch(name(idx));
       emit("{} = load {}, {} {}, align {}", r, mt, idx_ptr_type(idx), name(idx), align);
     }
@@ -749,6 +765,7 @@ class Renderer {
   std::string globals_;
   std::unordered_map<UOp, std::string> names_;
   std::unordered_map<UOp, int> loop_ids_;
+  std::vector<UOp> output_loops_;  // open loops over outputs (not reduce loops)
   std::vector<int> if_stack_;
   std::set<std::string> declares_;
   std::unordered_map<UOp, bool> vec_;

@@ -264,6 +264,42 @@ TEST_CASE("lane reduce: vector loads of ints and halves are prefetched ahead, f3
   CHECK(count(int_src, "call void @llvm.prefetch") == count(int_src, " x i32>, ptr"));
 }
 
+TEST_CASE("lane reduce: a vector load every output reads alike is not prefetched") {
+  // A matvec of int32 words by int32 words (packed int8 activations): the weight streams and is
+  // prefetched; x's address moves with no output loop (each output re-reads it from the cache),
+  // so its loads are not. A kernel with no output loop prefetches its only stream.
+  const int64_t N = 64, K = 1024;
+  UOp y = buf(0, dtypes::float32, N), x = buf(1, dtypes::int32, K),
+      w = buf(2, dtypes::int32, N * K);
+  UOp n = UOp::range(N, 0), k = UOp::range(K, 1, AxisType::Reduce);
+  UOp ast = sink(
+      {store(y, n, reduce((load(x, k) * load(w, n * K + k)).cast(dtypes::float32), Op::ADD, {k}))});
+  std::vector<int32_t> xv(K), wv(N * K);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = int32_t((i * 31) % 17) - 8;
+  for (size_t i = 0; i < wv.size(); ++i) wv[i] = int32_t((i * 7919) % 255) - 127;
+  std::vector<float> ref(N), got(N);
+  compile(ast, {.noopt = 1}).run({ref.data(), xv.data(), wv.data()}, {}, 1);
+  const std::vector<Opt> opts{{OptType::Unroll, 1, 32}, {OptType::Thread, 0, 2}};
+  Kernel kern = compile(ast, {.opts = opts});
+  const std::string& src = kern.ks.src;
+  auto count = [](const std::string& s, const std::string& what) {
+    size_t c = 0;
+    for (size_t at = 0; (at = s.find(what, at)) != std::string::npos; ++at) ++c;
+    return c;
+  };
+  CHECK(count(src, " x i32>, ptr") == 2);
+  CHECK(count(src, "call void @llvm.prefetch") == 1);
+  kern.run({got.data(), xv.data(), wv.data()}, {}, 2);
+  check_close(got, ref, 1e-5);
+  UOp total = buf(0, dtypes::float32, 1), all = buf(1, dtypes::int32, N * K);
+  UOp j = UOp::range(N * K, 0, AxisType::Reduce), zero = UOp::cnst_int(dtypes::index, 0);
+  UOp one_sum =
+      sink({store(total, zero, reduce(load(all, j).cast(dtypes::float32), Op::ADD, {j}))});
+  const std::string sum_src =
+      compile(one_sum, {.opts = std::vector<Opt>{{OptType::Unroll, 0, 32}}}).ks.src;
+  CHECK(count(sum_src, "call void @llvm.prefetch") == 1);
+}
+
 TEST_CASE(
     "lane reduce: few accumulators take lane groups in 2 or 4 chains, a tile's take one each") {
   // 4 lane groups per iteration: one accumulator's chain of 4 multiply-adds becomes two of 2 (the
