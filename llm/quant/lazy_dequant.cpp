@@ -266,40 +266,6 @@ Tensor dequantize_lazy(const Tensor& raw, GgmlType type, const std::vector<int64
   return it->second(b).reshape(shape);
 }
 
-namespace {
-
-// Q4_K's six-bit scales and mins from their 12 bytes s[0..11]: for sub-block j < 4, sc = s[j] & 63
-// and m = s[j+4] & 63; for j >= 4, sc = (s[j+4] & 15) + 16 * (s[j-4] >> 6) and m = (s[j+4] >> 4)
-// + 16 * (s[j] >> 6). Each term is a float read from a 256-entry table indexed by the byte itself
-// (a byte load and a broadcast load, no bit math): (n, 8) floats `first` (every j) and `second`
-// (j >= 4 only; zero for j < 4, where a consumer's upper_half select drops it).
-struct ScaleTerms {
-  Tensor sc_first, sc_second, m_first, m_second;
-};
-ScaleTerms q4_k_scale_terms(const Blocks& b) {
-  std::vector<float> values(4 * 256);
-  for (int v = 0; v < 256; ++v) {
-    values[v] = float(v & 63);
-    values[256 + v] = float(v & 15);
-    values[512 + v] = float(v >> 4);
-    values[768 + v] = float(16 * (v >> 6));
-  }
-  Tensor tables = Tensor::from_vector(values, {4 * 256, 1}, dtypes::float32, b.device());
-  tables.realize();
-  auto look = [&](int table, const Tensor& bytes) {
-    const int64_t n = bytes.size(0), k = bytes.size(1);
-    return tables.embedding((bytes.cast(dtypes::int32) + 256 * table).reshape({n * k}))
-        .reshape({n, k});
-  };
-  const size_t at = q4_k::kScales;
-  Tensor lo = b.bytes(at, 4), mid = b.bytes(at + 4, 4), hi = b.bytes(at + 8, 4);
-  Tensor none = Tensor::zeros({b.n(), 4}, dtypes::float32, b.device());
-  return {cat({look(0, lo), look(1, hi)}, 1), cat({none, look(3, lo)}, 1),
-          cat({look(0, mid), look(2, hi)}, 1), cat({none, look(3, mid)}, 1)};
-}
-
-}  // namespace
-
 Tensor q4_k_linear_int8(const Int8Rows& x, const Tensor& raw, const Tensor& words, int64_t out,
                         int64_t in) {
   static_assert(kInt8Block == kQK_K, "one activation scale per super-block");
@@ -309,7 +275,12 @@ Tensor q4_k_linear_int8(const Int8Rows& x, const Tensor& raw, const Tensor& word
     fail("q4_k_linear_int8: ({}, {}) needs {} uint32 words, got {} {}", out, in, n * per_block,
          words.numel(), to_string(words.dtype()));
   Blocks b(raw.reshape({n, static_cast<int64_t>(q4_k::kBytes)}));
-  const ScaleTerms st = q4_k_scale_terms(b);
+  // The scales and mins as the float kernel reads them: a byte load per scale byte, bit math in
+  // int32 and one broadcast load per value from the table of 0..63. 256-entry tables indexed by
+  // the bytes themselves (a float per term, two terms for sub-blocks 4..7) took 24 broadcast
+  // loads per super-block where this takes 16: on Zen 5, whose vector loads bound this kernel,
+  // the matvec ran 11% slower that way.
+  const auto [sc, m] = scales_mins_k4(b, q4_k::kScales);
   // Sub-block 2g takes the low nibbles of words 8g..8g+7, 2g+1 their high nibbles.
   const std::vector<int64_t> dims{n, 4, 2, 8};
   Tensor qs = words.reshape({n, per_block})
@@ -318,9 +289,8 @@ Tensor q4_k_linear_int8(const Int8Rows& x, const Tensor& raw, const Tensor& word
                   .expand(dims);
   Tensor nib = (shift_upper(qs, 2, 4) & 0x0F0F0F0F).reshape({1, out, k4});
   const int64_t rows = x.words.size(0);
-  // Per word: dot * (d * dx) * sc + sum4 * -dmin * m, each product by a scale term its own
-  // multiply-add from a broadcast load. d * dx and -dmin are shared by a super-block's 8
-  // sub-blocks.
+  // Per word: dot * (d * dx) * sc + sum4 * -dmin * m, each product by a scale its own multiply-add.
+  // d * dx and -dmin are shared by a super-block's 8 sub-blocks.
   auto per_word = [&](const Tensor& t) {  // (rows', out, nb) -> (rows', out, k4)
     return t.reshape({t.size(0), out, nb, 1})
         .expand({t.size(0), out, nb, kQK_K / 4})
@@ -331,10 +301,7 @@ Tensor q4_k_linear_int8(const Int8Rows& x, const Tensor& raw, const Tensor& word
   Tensor ndmin = per_word(-b.f16(q4_k::kDmin).reshape({1, out, nb}));
   Tensor pd = dot4(nib, x.words.reshape({rows, 1, k4})).cast(dtypes::float32) * dd;
   Tensor sd = x.sum4.reshape({rows, 1, k4}) * ndmin;
-  Tensor upper = per_sub(upper_half({n, 8}, 1));
-  Tensor first = pd * per_sub(st.sc_first) + sd * per_sub(st.m_first);
-  Tensor second = pd * per_sub(st.sc_second) + sd * per_sub(st.m_second);
-  return (first + upper.where(second, 0.0)).sum({-1});
+  return (pd * per_sub(sc) + sd * per_sub(m)).sum({-1});
 }
 
 }  // namespace ugrad::llm
