@@ -124,7 +124,9 @@ struct DemoRun {
 inline DemoRun run_demo(const std::string& name, const llm::DemoModelOptions& o,
                         const LlmBenchArgs& a) {
   TempModel tmp(name + "_" + a.type_name, o);
-  llm::GgufFile file = llm::GgufFile::open(tmp.path);
+  // As `llm` opens it for the CPU: read into huge pages (mapped, the file just written would be
+  // in 4 KiB pages, see mapped_file.h).
+  llm::GgufFile file = llm::GgufFile::open(tmp.path, llm::FileMemory::Read);
   std::unique_ptr<llm::LanguageModel> model =
       llm::load_model(file, a.prompt_len + a.decode_len + 1, "CPU");
   const GenerateRun run = timed_generate(*model, a.prompt_len, a.decode_len);

@@ -11,6 +11,8 @@
 #include "llm/models/gguf_vocab.h"
 #include "llm/tokenizer/chat_template.h"
 #include "llm/tokenizer/stream_decoder.h"
+#include "runtime/device.h"
+#include "uop/env.h"
 #include "uop/error.h"
 
 using namespace ugrad;
@@ -46,6 +48,14 @@ double weight_bytes(const GgufFile& file) {
   return b;
 }
 
+// A device that runs the model from host memory (the CPU) reads the file into huge pages unless
+// --mmap; one that uploads the weights maps it (mapped_file.h).
+FileMemory file_memory(const CliOptions& o) {
+  if (o.mmap) return FileMemory::Mapped;
+  const Device& d = get_device(o.device.empty() ? knob_str(Knob::DEV) : o.device);
+  return d.reads_host_memory() ? FileMemory::Read : FileMemory::Mapped;
+}
+
 struct Session {
   GgufFile file;
   BpeTokenizer tokenizer;
@@ -55,7 +65,7 @@ struct Session {
   double warmup_seconds;
 
   Session(const std::string& path, const CliOptions& o, std::chrono::steady_clock::time_point t0)
-      : file(GgufFile::open(path)),
+      : file(GgufFile::open(path, file_memory(o))),
         tokenizer(vocab_from_gguf(file)),
         model(load_model(file, o.max_context, o.device)),
         generator(*model),

@@ -48,6 +48,9 @@ hybrids (qwen35) and their MoE variants (qwen35moe). Without --prompt it starts 
   --temperature T          0 = greedy (default 0); sampling runs on the device
   --top-k K  --top-p P  --min-p P  --seed S     (filters in this order; 0 / 1 / 0 = off)
   --device NAME            CPU (default DEV), NULL, NULL:gfx1100, AMD
+  --mmap                   map the model file instead of reading it into memory (the CPU reads
+                           it into huge pages: a freshly written file maps as 4 KiB pages, which
+                           slows decoding; a GPU maps it always, it only uploads the weights)
   --benchmark              print prefill and decode tok/s and GB/s of weights read
   --json                   one JSON object on stdout (ids, text, timings)
   --top-logprobs K         with --json: the top K (id, logprob) pairs at every generated position
@@ -73,6 +76,8 @@ CliOptions parse_cli(const std::vector<std::string>& args) {
       o.prompt_ids = id_list(value()), o.raw = true;
     else if (a == "--raw")
       o.raw = true;
+    else if (a == "--mmap")
+      o.mmap = true;
     else if (a == "--think")
       o.think = true;
     else if (a == "--max-tokens")

@@ -22,6 +22,7 @@ struct CliOptions {
   int top_logprobs = 0;
   bool raw = false;    // no chat template
   bool think = false;  // Qwen3 thinking mode in the chat template
+  bool mmap = false;   // map the model file even on a device that runs it from host memory
   bool help = false;
 };
 

@@ -1,4 +1,5 @@
-// GGUF reader: opens a GGUF v2/v3 file (or a set of split shards) by memory-mapping it, validates
+// GGUF reader: opens a GGUF v2/v3 file (or a set of split shards) by memory-mapping it (or reading
+// it into huge-page memory, for a CPU that runs a model from it), validates
 // every field before use, and exposes metadata and tensors without copying tensor data.
 // Layout and rules: ../shared/ref/gguf-quants-qwen.md §1 and §10.
 #pragma once
@@ -11,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "llm/gguf/mapped_file.h"
 #include "llm/gguf/value.h"
 #include "llm/quant/formats.h"
 
@@ -46,9 +48,10 @@ struct GgufTensor {
 /// A parsed GGUF file (or all shards of a split file). Cheap to copy: the mappings are shared.
 class GgufFile {
  public:
-  /// Opens and validates a file by memory-mapping it. The first shard of a split file
-  /// (`name-00001-of-0000N.gguf`) opens all shards and merges their tensor lists.
-  static GgufFile open(const std::string& path);
+  /// Opens and validates a file, memory-mapped or read into huge-page memory (mapped_file.h). The
+  /// first shard of a split file (`name-00001-of-0000N.gguf`) opens all shards and merges their
+  /// tensor lists.
+  static GgufFile open(const std::string& path, FileMemory how = FileMemory::Mapped);
   /// Parses a file image held in memory. The bytes are borrowed: keep them alive and unchanged
   /// while this object (or anything taken from it) is in use. Split keys are not followed.
   static GgufFile from_bytes(std::span<const uint8_t> bytes);

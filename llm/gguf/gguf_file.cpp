@@ -10,8 +10,8 @@
 namespace ugrad::llm {
 namespace {
 
-GgufFile::Shard parse_mapped(const std::string& path) {
-  auto map = MappedFile::open(path);
+GgufFile::Shard parse_mapped(const std::string& path, FileMemory how) {
+  auto map = MappedFile::open(path, how);
   GgufFile::Shard shard = parse_gguf(map->bytes(), path);
   shard.owner = map;
   return shard;
@@ -38,7 +38,7 @@ std::optional<uint64_t> split_key(const GgufFile::Shard& s, std::string_view key
 
 // Opens shards 2..count of a split file whose first shard is already parsed.
 std::vector<GgufFile::Shard> open_split(GgufFile::Shard first, const std::string& path,
-                                        uint64_t count) {
+                                        uint64_t count, FileMemory how) {
   if (count > kGgufMaxShards)
     fail("gguf: {}: '{}' is {}, more than the {} shards a split file can have", path,
          kGgufSplitCount, count, kGgufMaxShards);
@@ -64,7 +64,7 @@ std::vector<GgufFile::Shard> open_split(GgufFile::Shard first, const std::string
     if (!std::filesystem::exists(shard_path, ec))
       fail("gguf: split file '{}' is missing (shard {} of {} of '{}')", shard_path, i + 1, count,
            path);
-    GgufFile::Shard s = parse_mapped(shard_path);
+    GgufFile::Shard s = parse_mapped(shard_path, how);
     auto s_no = split_key(s, kGgufSplitNo, shard_path);
     auto s_count = split_key(s, kGgufSplitCount, shard_path);
     if (!s_no || !s_count)
@@ -93,8 +93,8 @@ uint64_t GgufTensor::n_elements() const {
   return n;
 }
 
-GgufFile GgufFile::open(const std::string& path) {
-  Shard first = parse_mapped(path);
+GgufFile GgufFile::open(const std::string& path, FileMemory how) {
+  Shard first = parse_mapped(path, how);
   auto count = split_key(first, kGgufSplitCount, path);
   if (!count || *count == 1) {
     std::vector<Shard> one;
@@ -102,7 +102,7 @@ GgufFile GgufFile::open(const std::string& path) {
     return from_shards(std::move(one));
   }
   if (*count == 0) fail("gguf: {}: '{}' is 0", path, kGgufSplitCount);
-  return from_shards(open_split(std::move(first), path, *count));
+  return from_shards(open_split(std::move(first), path, *count, how));
 }
 
 GgufFile GgufFile::from_bytes(std::span<const uint8_t> bytes) {

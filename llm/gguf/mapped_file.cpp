@@ -11,37 +11,74 @@
 #include "uop/error.h"
 
 namespace ugrad::llm {
+namespace {
 
-std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail("gguf: cannot open '{}': {}", path, std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    fail("gguf: cannot stat '{}': {}", path, std::strerror(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail("gguf: '{}' is not a regular file", path);
-  }
-  auto size = static_cast<size_t>(st.st_size);
-  const uint8_t* data = nullptr;
-  if (size > 0) {
-    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
-      int err = errno;
-      ::close(fd);
-      fail("gguf: cannot map '{}' ({} bytes): {}", path, size, std::strerror(err));
+constexpr size_t kHugePage = size_t{2} << 20;
+
+// Closes the descriptor on every way out of open().
+struct Fd {
+  int fd;
+  ~Fd() { ::close(fd); }
+};
+
+// `size` bytes of the file read into an anonymous region whose 2 MiB-aligned part takes
+// transparent huge pages (madvise: where THP is off the pages are 4 KiB and nothing fails).
+struct Region {
+  void* region;
+  size_t region_size;
+  const uint8_t* data;  // the first 2 MiB boundary in the region
+};
+Region read_into_memory(int fd, size_t size, const std::string& path) {
+  const size_t region_size = (size + kHugePage - 1) / kHugePage * kHugePage + kHugePage;
+  void* region =
+      ::mmap(nullptr, region_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (region == MAP_FAILED)
+    fail(
+        "gguf: cannot allocate {} bytes to read '{}' into memory: {} (mapping it instead needs "
+        "no memory up front)",
+        size, path, std::strerror(errno));
+  auto* data = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(region) + kHugePage - 1) /
+                                          kHugePage * kHugePage);
+  ::madvise(data, region_size - kHugePage, MADV_HUGEPAGE);
+  for (size_t done = 0; done < size;) {
+    const ssize_t got = ::pread(fd, data + done, size - done, static_cast<off_t>(done));
+    if (got > 0) {
+      done += static_cast<size_t>(got);
+      continue;
     }
-    data = static_cast<const uint8_t*>(p);
+    if (got < 0 && errno == EINTR) continue;
+    const std::string why = got < 0 ? std::strerror(errno) : "the file ended early";
+    ::munmap(region, region_size);
+    fail("gguf: cannot read '{}' ({} of {} bytes read): {}", path, done, size, why);
   }
-  ::close(fd);  // the mapping stays valid without the descriptor
-  return std::shared_ptr<const MappedFile>(new MappedFile(data, size));
+  ::mprotect(region, region_size, PROT_READ);  // read-only, as a mapping is
+  return {region, region_size, data};
+}
+
+}  // namespace
+
+std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, FileMemory how) {
+  const Fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (fd.fd < 0) fail("gguf: cannot open '{}': {}", path, std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd.fd, &st) != 0) fail("gguf: cannot stat '{}': {}", path, std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) fail("gguf: '{}' is not a regular file", path);
+  const auto size = static_cast<size_t>(st.st_size);
+  if (size == 0) return std::shared_ptr<const MappedFile>(new MappedFile(nullptr, 0, nullptr, 0));
+  if (how == FileMemory::Read) {
+    const Region r = read_into_memory(fd.fd, size, path);
+    return std::shared_ptr<const MappedFile>(new MappedFile(r.data, size, r.region, r.region_size));
+  }
+  void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.fd, 0);
+  if (p == MAP_FAILED)
+    fail("gguf: cannot map '{}' ({} bytes): {}", path, size, std::strerror(errno));
+  // The mapping stays valid without the descriptor.
+  return std::shared_ptr<const MappedFile>(
+      new MappedFile(static_cast<const uint8_t*>(p), size, p, size));
 }
 
 MappedFile::~MappedFile() {
-  if (size_ > 0) ::munmap(const_cast<uint8_t*>(data_), size_);
+  if (region_) ::munmap(region_, region_size_);
 }
 
 }  // namespace ugrad::llm

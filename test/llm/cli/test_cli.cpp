@@ -83,6 +83,8 @@ TEST_CASE("llm options: values, defaults and errors that name the flag") {
   CHECK(o.sampling.seed == 9);
   CHECK(o.max_tokens == 12);
   CHECK(o.top_logprobs == 3);
+  CHECK_FALSE(o.mmap);
+  CHECK(parse_cli({"-m", "x.gguf", "--mmap"}).mmap);
   CHECK(parse_cli({"--help"}).help);
   auto fails = [](std::vector<std::string> args, const std::string& what) {
     CAPTURE(what);
@@ -112,7 +114,9 @@ TEST_CASE("llm aliases: a missing file says which file and where to put it") {
   ::unsetenv("MODELS_DIR");
 }
 
-TEST_CASE("llm --json: the generated ids are the in-process generator's, with top log-probs") {
+TEST_CASE(
+    "llm --json: the generated ids are the in-process generator's (file read or mapped), with top "
+    "log-probs") {
   std::string path = write_demo("qwen3.gguf", ModelArch::kQwen3);
   RunResult r = run_llm("--model " + path +
                         " --prompt-ids 5,9,14,200,33 --max-tokens 6 --json --top-logprobs 3");
@@ -120,6 +124,11 @@ TEST_CASE("llm --json: the generated ids are the in-process generator's, with to
   REQUIRE(r.status == 0);
   std::vector<int32_t> got = json_ids(r.output, "generated_ids");
   CHECK(json_ids(r.output, "prompt_ids") == std::vector<int32_t>{5, 9, 14, 200, 33});
+  // The command reads the file into memory on the CPU; the generator here maps it, as --mmap does.
+  RunResult mapped =
+      run_llm("--model " + path + " --prompt-ids 5,9,14,200,33 --max-tokens 6 --json --mmap");
+  REQUIRE(mapped.status == 0);
+  CHECK(json_ids(mapped.output, "generated_ids") == got);
   GgufFile file = GgufFile::open(path);
   std::unique_ptr<LanguageModel> model = load_model(file, 4096, "CPU");
   Generator gen(*model);

@@ -2,10 +2,13 @@
 // against the format definition (§1.1 of the GGUF reference).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
+#include <fstream>
 #include <random>
 
 #include "llm/gguf/gguf.h"
+#include "llm/gguf/mapped_file.h"
 #include "llm/gguf/writer.h"
 #include "test/llm/gguf/gguf_test_util.h"
 
@@ -203,18 +206,42 @@ TEST_CASE("gguf: every value type and several tensor types round-trip through me
   check_full(GgufFile::from_buffer(image), datas, false);
 }
 
-TEST_CASE("gguf: a written file opens through mmap and survives the GgufFile being copied") {
+TEST_CASE("gguf: a written file opens mapped or read and survives the GgufFile being copied") {
   ScratchDir dir;
   std::vector<std::vector<uint8_t>> datas;
   full_writer(datas).write(dir.file("m.gguf"));
-  std::optional<GgufFile> copy;
-  {
-    GgufFile f = GgufFile::open(dir.file("m.gguf"));
-    check_full(f, datas, true);
-    copy = f;
+  for (FileMemory how : {FileMemory::Mapped, FileMemory::Read}) {
+    CAPTURE(static_cast<int>(how));
+    std::optional<GgufFile> copy;
+    {
+      GgufFile f = GgufFile::open(dir.file("m.gguf"), how);
+      check_full(f, datas, true);
+      copy = f;
+    }
+    check_full(*copy, datas, true);
+    CHECK(copy->shard_count() == 1);
   }
-  check_full(*copy, datas, true);
-  CHECK(copy->shard_count() == 1);
+}
+
+TEST_CASE("gguf: a file read into memory starts on a huge-page boundary and holds its bytes") {
+  ScratchDir dir;
+  std::vector<uint8_t> bytes((size_t{5} << 20) + 123);  // more than two 2 MiB pages, not a multiple
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 2654435761u >> 13);
+  std::ofstream(dir.file("blob"), std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+  std::ofstream(dir.file("empty"), std::ios::binary).flush();
+  auto read = MappedFile::open(dir.file("blob"), FileMemory::Read);
+  auto mapped = MappedFile::open(dir.file("blob"), FileMemory::Mapped);
+  CHECK(reinterpret_cast<uintptr_t>(read->bytes().data()) % (size_t{2} << 20) == 0);
+  CHECK(std::ranges::equal(read->bytes(), bytes));
+  CHECK(std::ranges::equal(mapped->bytes(), bytes));
+  for (FileMemory how : {FileMemory::Mapped, FileMemory::Read}) {
+    CHECK(MappedFile::open(dir.file("empty"), how)->bytes().empty());
+    CHECK_THROWS_WITH_AS(MappedFile::open(dir.file("missing"), how),
+                         doctest::Contains("cannot open"), Error);
+    CHECK_THROWS_WITH_AS(MappedFile::open(dir.file(""), how),
+                         doctest::Contains("not a regular file"), Error);
+  }
 }
 
 TEST_CASE("gguf: metadata iteration is in file order and values render") {
