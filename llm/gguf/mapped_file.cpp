@@ -7,6 +7,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 
 #include "uop/error.h"
 
@@ -23,6 +25,12 @@ struct Fd {
 
 // `size` bytes of the file read into an anonymous region whose 2 MiB-aligned part takes
 // transparent huge pages (madvise: where THP is off the pages are 4 KiB and nothing fails).
+// The text of /proc/meminfo (empty where there is none).
+std::string meminfo() {
+  std::ifstream in("/proc/meminfo");
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
 struct Region {
   void* region;
   size_t region_size;
@@ -57,6 +65,18 @@ Region read_into_memory(int fd, size_t size, const std::string& path) {
 
 }  // namespace
 
+size_t mem_available(std::string_view meminfo) {
+  constexpr std::string_view key = "MemAvailable:";
+  const size_t at = meminfo.find(key);
+  if (at == std::string_view::npos) return SIZE_MAX;
+  size_t kib = 0, i = at + key.size();
+  while (i < meminfo.size() && meminfo[i] == ' ') ++i;
+  const size_t digits = i;
+  for (; i < meminfo.size() && meminfo[i] >= '0' && meminfo[i] <= '9'; ++i)
+    kib = kib * 10 + size_t(meminfo[i] - '0');
+  return i == digits ? SIZE_MAX : kib * 1024;
+}
+
 std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, FileMemory how) {
   const Fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (fd.fd < 0) fail("gguf: cannot open '{}': {}", path, std::strerror(errno));
@@ -65,7 +85,9 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, File
   if (!S_ISREG(st.st_mode)) fail("gguf: '{}' is not a regular file", path);
   const auto size = static_cast<size_t>(st.st_size);
   if (size == 0) return std::shared_ptr<const MappedFile>(new MappedFile(nullptr, 0, nullptr, 0));
-  if (how == FileMemory::Read) {
+  // A copy that does not fit in the memory available now would only be reclaimed (or end the
+  // process under overcommit): such a file is mapped.
+  if (how == FileMemory::Read && size <= mem_available(meminfo())) {
     const Region r = read_into_memory(fd.fd, size, path);
     return std::shared_ptr<const MappedFile>(new MappedFile(r.data, size, r.region, r.region_size));
   }

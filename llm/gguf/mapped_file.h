@@ -12,17 +12,21 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace ugrad::llm {
 
 /// How a file's bytes are held: mapped, or read into (huge-page) memory.
 enum class FileMemory { Mapped, Read };
 
+/// Bytes of MemAvailable in the text of /proc/meminfo; SIZE_MAX when it has none.
+size_t mem_available(std::string_view meminfo);
+
 class MappedFile {
  public:
-  /// The bytes of `path`, held as `how` says; an Error names the file and the OS reason on
-  /// failure (a file that cannot be opened, mapped, read or fully read, or memory that cannot be
-  /// allocated for it).
+  /// The bytes of `path`, held as `how` says (a file to read that is larger than the memory
+  /// available now is mapped); an Error names the file and the OS reason on failure (a file that
+  /// cannot be opened, mapped, read or fully read, or memory that cannot be allocated for it).
   static std::shared_ptr<const MappedFile> open(const std::string& path,
                                                 FileMemory how = FileMemory::Mapped);
   ~MappedFile();

@@ -244,6 +244,16 @@ TEST_CASE("gguf: a file read into memory starts on a huge-page boundary and hold
   }
 }
 
+TEST_CASE("gguf: MemAvailable is read from /proc/meminfo text, in bytes") {
+  CHECK(mem_available("MemTotal:       24683520 kB\nMemFree:        23644160 kB\n"
+                      "MemAvailable:   24283136 kB\nBuffers:           12 kB\n") ==
+        size_t{24283136} * 1024);
+  CHECK(mem_available("MemAvailable: 7 kB") == 7 * 1024);
+  CHECK(mem_available("MemTotal: 5 kB\n") == SIZE_MAX);  // no such line: no limit known
+  CHECK(mem_available("MemAvailable:   kB\n") == SIZE_MAX);
+  CHECK(mem_available("") == SIZE_MAX);
+}
+
 TEST_CASE("gguf: metadata iteration is in file order and values render") {
   GgufWriter w;
   w.set_u32("b", 1);
