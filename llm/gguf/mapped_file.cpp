@@ -23,14 +23,14 @@ struct Fd {
   ~Fd() { ::close(fd); }
 };
 
-// `size` bytes of the file read into an anonymous region whose 2 MiB-aligned part takes
-// transparent huge pages (madvise: where THP is off the pages are 4 KiB and nothing fails).
 // The text of /proc/meminfo (empty where there is none).
 std::string meminfo() {
   std::ifstream in("/proc/meminfo");
   return {std::istreambuf_iterator<char>(in), {}};
 }
 
+// `size` bytes of the file read into an anonymous region whose 2 MiB-aligned part takes
+// transparent huge pages (madvise: where THP is off the pages are 4 KiB and nothing fails).
 struct Region {
   void* region;
   size_t region_size;
