@@ -17,6 +17,13 @@ bool has(const std::string& s, const std::string& what) {
   return s.find(what) != std::string::npos;
 }
 
+// Occurrences of `what` in `s`.
+size_t count(const std::string& s, const std::string& what) {
+  size_t c = 0;
+  for (size_t at = 0; (at = s.find(what, at)) != std::string::npos; ++at) ++c;
+  return c;
+}
+
 bool has_unroll(const std::vector<Opt>& opts, int64_t axis, int64_t amount) {
   return std::find(opts.begin(), opts.end(), Opt{OptType::Unroll, axis, amount}) != opts.end();
 }
@@ -237,11 +244,6 @@ TEST_CASE("lane reduce: vector loads of ints and halves are prefetched ahead, f3
   Kernel kern = compile(ast, {.max_threads = 2});
   const int64_t ahead = cpu_codegen_target().prefetch_bytes;
   REQUIRE(ahead > 0);
-  auto count = [](const std::string& src, const std::string& what) {
-    size_t c = 0;
-    for (size_t at = 0; (at = src.find(what, at)) != std::string::npos; ++at) ++c;
-    return c;
-  };
 
   CHECK(count(kern.ks.src, "call void @llvm.prefetch") >= 1);
   CHECK(count(kern.ks.src, "call void @llvm.prefetch") ==
@@ -282,11 +284,6 @@ TEST_CASE("lane reduce: a vector load every output reads alike is not prefetched
   const std::vector<Opt> opts{{OptType::Unroll, 1, 32}, {OptType::Thread, 0, 2}};
   Kernel kern = compile(ast, {.opts = opts});
   const std::string& src = kern.ks.src;
-  auto count = [](const std::string& s, const std::string& what) {
-    size_t c = 0;
-    for (size_t at = 0; (at = s.find(what, at)) != std::string::npos; ++at) ++c;
-    return c;
-  };
   CHECK(count(src, " x i32>, ptr") == 2);
   CHECK(count(src, "call void @llvm.prefetch") == 1);
   kern.run({got.data(), xv.data(), wv.data()}, {}, 2);
