@@ -1,17 +1,54 @@
 #include "runtime/cpu_jit.h"
 
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/Object/ELFObjectFile.h>
 #include <llvm/Support/MemoryBuffer.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
 
 #include "runtime/llvm_impl.h"
+#include "uop/env.h"
 #include "uop/error.h"
 
 namespace ugrad {
 
 namespace {
 std::string take_message(llvm::Error err) { return llvm::toString(std::move(err)); }
+
+// PERF_MAP=1: `start size name` per global function of each loaded object, in the file where
+// perf looks for the symbols of JIT code. Written as the objects load, so a profile taken while
+// the program runs can name every kernel.
+void write_perf_map(const CpuProgram& program, std::span<const uint8_t> object) {
+  static std::mutex mutex;
+  static FILE* out = nullptr;
+  auto elf = llvm::object::ObjectFile::createELFObjectFile(llvm::MemoryBufferRef(
+      llvm::StringRef(reinterpret_cast<const char*>(object.data()), object.size()), "object"));
+  if (!elf) fail("PERF_MAP: {}: {}", program.label(), take_message(elf.takeError()));
+  std::lock_guard lock(mutex);
+  if (out == nullptr) {
+    const std::string path = fmt::format("/tmp/perf-{}.map", getpid());
+    out = std::fopen(path.c_str(), "w");
+    if (out == nullptr) fail("PERF_MAP: cannot write {}: {}", path, std::strerror(errno));
+  }
+  for (const llvm::object::ELFSymbolRef sym : (*elf)->symbols()) {
+    auto type = sym.getType();
+    auto flags = sym.getFlags();
+    auto name = sym.getName();
+    if (!type || !flags || !name) fail("PERF_MAP: {}: unreadable symbol table", program.label());
+    if (*type != llvm::object::SymbolRef::ST_Function ||
+        !(*flags & llvm::object::SymbolRef::SF_Global) ||
+        (*flags & llvm::object::SymbolRef::SF_Undefined))
+      continue;
+    fmt::print(out, "{:x} {:x} {}\n", reinterpret_cast<uintptr_t>(program.symbol(name->str())),
+               sym.getSize(), name->str());
+  }
+  std::fflush(out);
+}
 }  // namespace
 
 struct CpuJit::Impl {
@@ -51,7 +88,9 @@ std::unique_ptr<CpuProgram> CpuJit::load(std::span<const uint8_t> object, std::s
     llvm::consumeError(impl_->jit->getExecutionSession().removeJITDylib(*jd));
     fail("cpu jit: {}: cannot load object ({} bytes): {}", unique, object.size(), msg);
   }
-  return std::unique_ptr<CpuProgram>(new CpuProgram(this, &*jd, std::move(unique)));
+  auto program = std::unique_ptr<CpuProgram>(new CpuProgram(this, &*jd, std::move(unique)));
+  if (knob_int(Knob::PERF_MAP) != 0) write_perf_map(*program, object);
+  return program;
 }
 
 CpuProgram::~CpuProgram() {

@@ -8,22 +8,23 @@
 namespace ugrad {
 
 // X(name, default value, description)
-#define UGRAD_FOR_EACH_KNOB(X)                                                                  \
-  X(DEBUG, "0",                                                                                 \
-    "Verbosity ladder: 1 schedule/JIT summaries, 2 one line per kernel, 3 optimizations and "   \
-    "passes, 4 LLVM IR, 5 kernel UOp graphs, 6 linearized UOps, 7 machine code")                \
-  X(DEV, "CPU", "Default device: CPU, NULL, NULL:<amd-arch> (e.g. NULL:gfx1100), AMD")          \
-  X(NOOPT, "0", "1 disables kernel optimizations (upcast, unroll, threads, locals)")            \
-  X(JIT, "1", "0 makes JIT-wrapped functions run eagerly every call")                           \
-  X(BEAM, "0", "Beam width for kernel optimization search (0 = heuristic)")                     \
-  X(THREADS, "0", "CPU worker threads (0 = one per core)")                                      \
-  X(VERIFY, "0", "1 runs the UOp verifier after every stage (always on in debug builds)")       \
-  X(CACHE, "1", "0 disables the on-disk program cache")                                         \
-  X(CACHE_DIR, "", "Program cache directory (default $XDG_CACHE_HOME/ugrad or ~/.cache/ugrad)") \
-  X(REWRITE_LIMIT, "1000000", "Step limit of graph_rewrite before it reports a looping rule")   \
-  X(HIP_LIB, "", "Path of the HIP runtime library (default: libamdhip64.so, .so.6, .so.5)")     \
-  X(AMD_COV, "5", "AMD HSA code object version: 5 (default) or 4")                              \
-  X(MODELS_DIR, "", "Where `llm` looks up model aliases (default $XDG_CACHE_HOME/ugrad/models)")
+#define UGRAD_FOR_EACH_KNOB(X)                                                                   \
+  X(DEBUG, "0",                                                                                  \
+    "Verbosity ladder: 1 schedule/JIT summaries, 2 one line per kernel, 3 optimizations and "    \
+    "passes, 4 LLVM IR, 5 kernel UOp graphs, 6 linearized UOps, 7 machine code")                 \
+  X(DEV, "CPU", "Default device: CPU, NULL, NULL:<amd-arch> (e.g. NULL:gfx1100), AMD")           \
+  X(NOOPT, "0", "1 disables kernel optimizations (upcast, unroll, threads, locals)")             \
+  X(JIT, "1", "0 makes JIT-wrapped functions run eagerly every call")                            \
+  X(BEAM, "0", "Beam width for kernel optimization search (0 = heuristic)")                      \
+  X(THREADS, "0", "CPU worker threads (0 = one per core)")                                       \
+  X(VERIFY, "0", "1 runs the UOp verifier after every stage (always on in debug builds)")        \
+  X(CACHE, "1", "0 disables the on-disk program cache")                                          \
+  X(CACHE_DIR, "", "Program cache directory (default $XDG_CACHE_HOME/ugrad or ~/.cache/ugrad)")  \
+  X(REWRITE_LIMIT, "1000000", "Step limit of graph_rewrite before it reports a looping rule")    \
+  X(HIP_LIB, "", "Path of the HIP runtime library (default: libamdhip64.so, .so.6, .so.5)")      \
+  X(AMD_COV, "5", "AMD HSA code object version: 5 (default) or 4")                               \
+  X(MODELS_DIR, "", "Where `llm` looks up model aliases (default $XDG_CACHE_HOME/ugrad/models)") \
+  X(PERF_MAP, "0", "1 names JIT-compiled CPU kernels for perf in /tmp/perf-<pid>.map")
 
 enum class Knob {
 #define UGRAD_KNOB_ENUM(name, def, doc) name,

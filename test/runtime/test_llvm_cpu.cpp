@@ -1,7 +1,12 @@
 // CPU back end: IR text -> object bytes -> ORC JIT -> run, checked against plain C++ loops.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -9,6 +14,7 @@
 #include "runtime/cpu_jit.h"
 #include "runtime/llvm_compile.h"
 #include "test/runtime/test_llvm_kernels.h"
+#include "uop/env.h"
 #include "uop/error.h"
 
 using namespace ugrad;
@@ -111,6 +117,31 @@ TEST_SUITE("llvm_cpu") {
     auto p3 = CpuJit::instance().load(obj, "E_add");
     p3->function<AddFn>("E_add")(out, a, a, 3);
     CHECK(out[1] == 4);
+  }
+
+  TEST_CASE("PERF_MAP names each loaded kernel for perf: its start and size") {
+    auto obj = compile_cpu(tk::kCpuAdd, "E_add");
+    ScopedKnob on(Knob::PERF_MAP, "1");
+    auto p1 = CpuJit::instance().load(obj, "E_add");
+    auto p2 = CpuJit::instance().load(obj, "E_add");
+    std::ifstream map(fmt::format("/tmp/perf-{}.map", getpid()));
+    REQUIRE(map.good());
+    std::vector<uintptr_t> starts;
+    std::string line;
+    while (std::getline(map, line)) {
+      std::istringstream fields(line);
+      uintptr_t start = 0, size = 0;
+      std::string name;
+      fields >> std::hex >> start >> size >> name;
+      CHECK(name == "E_add");  // the object's one global function
+      CHECK(size > 16);
+      CHECK(size < 4096);
+      starts.push_back(start);
+    }
+    // One line per load, at the address the program hands out.
+    for (const auto& p : {p1.get(), p2.get()})
+      CHECK(std::count(starts.begin(), starts.end(),
+                       reinterpret_cast<uintptr_t>(p->function<AddFn>("E_add"))) == 1);
   }
 
   TEST_CASE("errors name the problem") {
