@@ -31,7 +31,7 @@ void write_perf_map(const CpuProgram& program, std::span<const uint8_t> object) 
   if (!elf) fail("PERF_MAP: {}: {}", program.label(), take_message(elf.takeError()));
   std::lock_guard lock(mutex);
   if (out == nullptr) {
-    const std::string path = fmt::format("/tmp/perf-{}.map", getpid());
+    const std::string path = perf_map_path();
     out = std::fopen(path.c_str(), "w");
     if (out == nullptr) fail("PERF_MAP: cannot write {}: {}", path, std::strerror(errno));
   }
@@ -50,6 +50,8 @@ void write_perf_map(const CpuProgram& program, std::span<const uint8_t> object) 
   std::fflush(out);
 }
 }  // namespace
+
+std::string perf_map_path() { return fmt::format("/tmp/perf-{}.map", getpid()); }
 
 struct CpuJit::Impl {
   std::unique_ptr<llvm::orc::LLJIT> jit;

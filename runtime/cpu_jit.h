@@ -38,6 +38,9 @@ class CpuProgram {
   std::string label_;
 };
 
+/// Where PERF_MAP=1 names the kernels this process loads, for perf: /tmp/perf-<pid>.map.
+std::string perf_map_path();
+
 /// The process-wide ORC LLJIT for the host CPU. All members are thread-safe.
 class CpuJit {
  public:

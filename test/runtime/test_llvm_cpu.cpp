@@ -1,8 +1,6 @@
 // CPU back end: IR text -> object bytes -> ORC JIT -> run, checked against plain C++ loops.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -124,7 +122,7 @@ TEST_SUITE("llvm_cpu") {
     ScopedKnob on(Knob::PERF_MAP, "1");
     auto p1 = CpuJit::instance().load(obj, "E_add");
     auto p2 = CpuJit::instance().load(obj, "E_add");
-    std::ifstream map(fmt::format("/tmp/perf-{}.map", getpid()));
+    std::ifstream map(perf_map_path());
     REQUIRE(map.good());
     std::vector<uintptr_t> starts;
     std::string line;
