@@ -1,8 +1,10 @@
 #include "runtime/realize.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -12,6 +14,7 @@
 #include "runtime/device.h"
 #include "runtime/jit.h"
 #include "schedule/schedule.h"
+#include "uop/alu.h"
 #include "uop/env.h"
 #include "uop/error.h"
 #include "uop/symbolic.h"
@@ -220,8 +223,40 @@ UOp estimate_bytes(const UOp& kernel) {
   return bytes;
 }
 
-double launch_estimate(const UOp& estimate,
-                       const std::vector<std::pair<std::string, int64_t>>& var_vals) {
+namespace {
+
+// The estimate's value with every variable bound, node by node through exec_alu: no graph
+// rewrite, so DEBUG=2 can afford it at every launch (a rewrite took long enough that the thread
+// pool's workers fell asleep between kernels and each printed time doubled). nullopt when a
+// variable is unbound or a node is not arithmetic.
+std::optional<double> evaluate_bound(const UOp& estimate, const VarVals& var_vals) {
+  std::unordered_map<const UOpNode*, ConstValue> value;
+  for (const UOp& u : estimate.toposort()) {
+    ConstValue v;
+    if (u.op() == Op::CONST) {
+      v = value_of(u);
+    } else if (u.op() == Op::PARAM && u.arg_as<ParamArg>().slot < 0) {
+      auto it = std::find_if(var_vals.begin(), var_vals.end(),
+                             [&](auto& kv) { return kv.first == u.arg_as<ParamArg>().name; });
+      if (it == var_vals.end()) return std::nullopt;
+      v = it->second;
+    } else if (is_alu(u.op())) {
+      std::vector<ConstValue> operands;
+      for (const UOp& s : u.src()) operands.push_back(value.at(s.node()));
+      const DType src = (u.op() == Op::WHERE ? u.src(1) : u.src(0)).dtype();  // as pm_const_fold
+      v = exec_alu(u.op(), u.dtype().base(), operands, src.base());
+    } else {
+      return std::nullopt;
+    }
+    value.emplace(u.node(), v);
+  }
+  return static_cast<double>(const_as_int(value.at(estimate.node())));
+}
+
+}  // namespace
+
+double launch_estimate(const UOp& estimate, const VarVals& var_vals) {
+  if (auto v = evaluate_bound(estimate, var_vals)) return *v;
   std::vector<std::pair<UOp, UOp>> bound;
   for (const UOp& u : estimate.toposort())
     if (u.op() == Op::PARAM && u.arg_as<ParamArg>().slot < 0)

@@ -9,6 +9,19 @@ namespace ugrad {
 using namespace sym;
 using R = std::optional<UOp>;
 
+ConstValue value_of(const UOp& c) {
+  return std::visit(
+      [](const auto& x) -> ConstValue {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, int64_t> ||
+                      std::is_same_v<T, double>)
+          return x;
+        else
+          return int64_t{0};
+      },
+      c.arg());
+}
+
 UOp const_from_value(DType dtype, const ConstValue& v) {
   Arg arg = std::visit([](auto x) -> Arg { return x; }, v);
   return UOp::make(Op::CONST, dtype.base(), {}, std::move(arg));
@@ -31,19 +44,6 @@ std::vector<Op> commutative_ops() {
   for (Op op : alu_ops())
     if (is_commutative(op)) v.push_back(op);
   return v;
-}
-
-ConstValue value_of(const UOp& c) {
-  return std::visit(
-      [](const auto& x) -> ConstValue {
-        using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, int64_t> ||
-                      std::is_same_v<T, double>)
-          return x;
-        else
-          return int64_t{0};
-      },
-      c.arg());
 }
 
 bool scalar(DType t) { return t.count == 1 && !t.is_ptr; }

@@ -46,5 +46,7 @@ UOp simplify_gate(const UOp& valid);
 
 /// A CONST of `dtype` holding the value (bool, int64 or double payload).
 UOp const_from_value(DType dtype, const std::variant<bool, int64_t, double>& v);
+/// A CONST's value (its bool, int64 or double payload).
+std::variant<bool, int64_t, double> value_of(const UOp& c);
 
 }  // namespace ugrad

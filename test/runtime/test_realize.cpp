@@ -154,6 +154,23 @@ TEST_CASE("DEBUG=2's work estimate of a symbolic-length kernel uses the bound le
   CHECK(launch_estimate(bytes, {}) == 32 * 4 + 4);
 }
 
+TEST_CASE("a launch estimate with its variables bound evaluates divisions, maxima and choices") {
+  // max((T + 3) / 4, 2) * (T < 5 ? 10 : 20): what the estimate of a kernel over a symbolic
+  // length can hold; evaluated per launch at DEBUG=2, without a rewrite.
+  UOp t = UOp::variable("T", 1, 32);
+  UOp quarter = (t + 3).alu(Op::IDIV, UOp::cnst_int(dtypes::index, 4));
+  UOp at_least = quarter.alu(Op::MAX, UOp::cnst_int(dtypes::index, 2));
+  UOp choice = UOp::make(Op::WHERE, dtypes::index,
+                         {t.alu(Op::CMPLT, UOp::cnst_int(dtypes::index, 5)),
+                          UOp::cnst_int(dtypes::index, 10), UOp::cnst_int(dtypes::index, 20)});
+  const UOp estimate = at_least * choice;
+  CHECK(launch_estimate(estimate, {{"T", 1}}) == 2 * 10);
+  CHECK(launch_estimate(estimate, {{"T", 4}}) == 2 * 10);
+  CHECK(launch_estimate(estimate, {{"T", 13}}) == 4 * 20);
+  CHECK(launch_estimate(estimate, {{"T", 32}, {"other", 5}}) == 8 * 20);
+  CHECK(launch_estimate(estimate, {{"other", 5}}) == 8 * 20);  // T unbound: its maximum
+}
+
 TEST_CASE("DEBUG=2's memory estimate counts the elements a kernel reaches, not whole buffers") {
   // One row of a 64 x 4 cache written from a 4-element buffer (a KV cache write at decode): 16
   // bytes read, 16 written, not the cache's 1 KiB.
