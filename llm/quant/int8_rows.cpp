@@ -29,7 +29,7 @@ Int8Rows quantize_rows_int8(const Tensor& x) {
   Levels l = levels(x);
   Tensor q = l.q.reshape({rows, k4, 4});
   // Word = the 4 levels' bytes, little-endian: a sum of shifted bytes (no bit overlaps). The
-  // words and the level sums are sums of the 4 slices, not reduces: one elementwise kernel.
+  // words and their level sums are sums of the 4 slices, not reduces: one elementwise kernel.
   Tensor words, sum;
   for (int64_t i = 0; i < 4; ++i) {
     Tensor level = q.shrink({{0, rows}, {0, k4}, {i, i + 1}});
@@ -39,9 +39,11 @@ Int8Rows quantize_rows_int8(const Tensor& x) {
   }
   // The scale stays a lazy expression of the materialized max: consumers compute it inline.
   Tensor scale = l.scale.reshape({rows, nb});
-  Tensor word_scale = scale.reshape({rows, nb, 1}).expand({rows, nb, k4 / nb}).reshape({rows, k4});
-  Tensor sum4 = sum.reshape({rows, k4}).cast(dtypes::float32) * word_scale;
-  Tensor out[] = {words.reshape({rows, k4}).bitcast(dtypes::int32).contiguous(), sum4.contiguous()};
+  const int64_t n32 = x.size(1) / 32;
+  Tensor scale32 = scale.reshape({rows, nb, 1}).expand({rows, nb, 8}).reshape({rows, n32});
+  Tensor sum32 = sum.reshape({rows, n32, 8}).sum({-1}).cast(dtypes::float32) * scale32;
+  Tensor out[] = {words.reshape({rows, k4}).bitcast(dtypes::int32).contiguous(),
+                  sum32.contiguous()};
   return {out[0], scale, out[1]};
 }
 

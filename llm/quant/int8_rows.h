@@ -14,7 +14,7 @@ inline constexpr int64_t kInt8Block = 256;
 struct Int8Rows {
   Tensor words;  // (rows, in/4) int32: 4 int8 levels per word, little-endian
   Tensor scale;  // (rows, in/256) float32: value = scale * level
-  Tensor sum4;   // (rows, in/4) float32: scale * the sum of each word's 4 levels
+  Tensor sum32;  // (rows, in/32) float32: scale * the sum of each 32 consecutive levels
 };
 
 /// x (rows, in) float32, `in` a multiple of 256, quantized and packed.

@@ -130,17 +130,18 @@ Tensor shift_upper(const Tensor& x, size_t axis, int shift) {
   return upper_half(x.dims(), axis).where(idiv(x, int64_t{1} << shift), x);
 }
 
-// (n, k) int tensors of values in [0, 64) as float32, read from one table of 0..63: x86 converts
+// Two int tensors of values in [0, 64) as float32, read from one table of 0..63: x86 converts
 // an int to a float with two ALU uops and broadcasts it to a vector with a third, while a
 // broadcast load from a table uses no ALU port (the gather becomes one load, see gather_load.h).
-std::pair<Tensor, Tensor> six_bit_floats(const Tensor& a, const Tensor& b) {
-  Tensor table = Tensor::arange(64, dtypes::float32, a.device());
+std::pair<Tensor, Tensor> six_bit_floats(const std::pair<Tensor, Tensor>& ab) {
+  Tensor table = Tensor::arange(64, dtypes::float32, ab.first.device());
   table.realize();
   table = table.reshape({64, 1});
-  return {table.embedding(a).reshape(a.dims()), table.embedding(b).reshape(b.dims())};
+  auto of = [&](const Tensor& t) { return table.embedding(t).reshape(t.dims()); };
+  return {of(ab.first), of(ab.second)};
 }
 
-// Q4_K/Q5_K: the 8 six-bit scales and mins as (n, 8) float32.
+// Q4_K/Q5_K: the 8 six-bit scales and mins as (n, 8) int32.
 std::pair<Tensor, Tensor> scales_mins_k4(const Blocks& b, size_t off) {
   // Bit math in int32: on bytes x86 spends two more instructions per scale (a copy and a
   // re-extension before the conversion to float).
@@ -148,7 +149,7 @@ std::pair<Tensor, Tensor> scales_mins_k4(const Blocks& b, size_t off) {
   Tensor lo_sc = word(off), lo_m = word(off + 4), hi = word(off + 8);
   Tensor sc = cat({lo_sc & 63, (hi & 15) + bits(lo_sc, 6, 3) * 16}, 1);
   Tensor m = cat({lo_m & 63, idiv(hi, 16) + bits(lo_m, 6, 3) * 16}, 1);
-  return six_bit_floats(sc, m);
+  return {sc, m};
 }
 
 // Q4_K/Q5_K 4-bit quants: group g (64 elements) takes 32 bytes, low nibbles first: (n, 256), with
@@ -164,7 +165,7 @@ Tensor k_nibbles(const Blocks& b, size_t qs_off, DType t) {
 // offset is added (x - y is x + -y exactly): subtracted, x86 negated it once per sub-block.
 std::pair<Tensor, Tensor> scale_offset_k4(const Blocks& b, size_t d_off, size_t dmin_off,
                                           size_t scales_off) {
-  auto [sc, m] = scales_mins_k4(b, scales_off);
+  auto [sc, m] = six_bit_floats(scales_mins_k4(b, scales_off));
   return {spread(b.f16(d_off) * sc, 32), spread(-b.f16(dmin_off) * m, 32)};
 }
 
@@ -275,12 +276,12 @@ Tensor q4_k_linear_int8(const Int8Rows& x, const Tensor& raw, const Tensor& word
     fail("q4_k_linear_int8: ({}, {}) needs {} uint32 words, got {} {}", out, in, n * per_block,
          words.numel(), to_string(words.dtype()));
   Blocks b(raw.reshape({n, static_cast<int64_t>(q4_k::kBytes)}));
-  // The scales and mins as the float kernel reads them: a byte load per scale byte, bit math in
-  // int32 and one broadcast load per value from the table of 0..63. 256-entry tables indexed by
-  // the bytes themselves (a float per term, two terms for sub-blocks 4..7) took 24 broadcast
-  // loads per super-block where this takes 16: on Zen 5, whose vector loads bound this kernel,
-  // the matvec ran 11% slower that way.
-  const auto [sc, m] = scales_mins_k4(b, q4_k::kScales);
+  // The scales as the float kernel reads them: a byte load per scale byte, bit math in int32 and
+  // one broadcast load per value from the table of 0..63. 256-entry tables indexed by the bytes
+  // themselves (a float per term, two terms for sub-blocks 4..7) took 24 broadcast loads per
+  // super-block where scales and mins took 16 this way: on Zen 5 the matvec ran 11% slower.
+  const auto scales_mins = scales_mins_k4(b, q4_k::kScales);
+  const Tensor sc = six_bit_floats(scales_mins).first;
   // Sub-block 2g takes the low nibbles of words 8g..8g+7, 2g+1 their high nibbles.
   const std::vector<int64_t> dims{n, 4, 2, 8};
   Tensor qs = words.reshape({n, per_block})
@@ -289,19 +290,25 @@ Tensor q4_k_linear_int8(const Int8Rows& x, const Tensor& raw, const Tensor& word
                   .expand(dims);
   Tensor nib = (shift_upper(qs, 2, 4) & 0x0F0F0F0F).reshape({1, out, k4});
   const int64_t rows = x.words.size(0);
-  // Per word: dot * (d * dx) * sc + sum4 * -dmin * m, each product by a scale its own multiply-add.
-  // d * dx and -dmin are shared by a super-block's 8 sub-blocks.
-  auto per_word = [&](const Tensor& t) {  // (rows', out, nb) -> (rows', out, k4)
-    return t.reshape({t.size(0), out, nb, 1})
-        .expand({t.size(0), out, nb, kQK_K / 4})
-        .reshape({t.size(0), out, k4});
-  };
-  auto per_sub = [&](const Tensor& t) { return spread(t, 8).reshape({1, out, k4}); };
-  Tensor dd = per_word(b.f16(q4_k::kD).reshape({1, out, nb}) * x.scale.reshape({rows, 1, nb}));
-  Tensor ndmin = per_word(-b.f16(q4_k::kDmin).reshape({1, out, nb}));
+  // Per word: dot * (d * dx) * sc, the product by the scale its own multiply-add; d * dx is shared
+  // by a super-block's 8 sub-blocks.
+  Tensor dd = b.f16(q4_k::kD).reshape({1, out, nb}) * x.scale.reshape({rows, 1, nb});
+  dd = dd.reshape({rows, out, nb, 1}).expand({rows, out, nb, kQK_K / 4}).reshape({rows, out, k4});
   Tensor pd = dot4(nib, x.words.reshape({rows, 1, k4})).cast(dtypes::float32) * dd;
-  Tensor sd = x.sum4.reshape({rows, 1, k4}) * ndmin;
-  return (pd * per_sub(sc) + sd * per_sub(m)).sum({-1});
+  Tensor sum = pd * spread(sc, 8).reshape({1, out, k4});
+  // The mins' term -dmin * m_j * sum32_j of sub-block j is placed in word j of the super-block's
+  // first sub-block and zero elsewhere (the reduce adds them all): with a sub-block's 8 words as
+  // vector lanes, the 8 mins are one vector, bit math on the 8 contiguous bytes each half of them
+  // reads and one conversion, with one multiply-add per super-block. Per word (x's level sums
+  // per word, the mins one by one like the scales) the matvec ran 15-20% slower, bound by
+  // instruction issue.
+  Tensor m = scales_mins.second.cast(dtypes::float32).reshape({1, out, nb, 8});
+  Tensor mins = -b.f16(q4_k::kDmin).reshape({1, out, nb, 1}) * m;
+  mins = (mins * x.sum32.reshape({rows, 1, nb, 8}))
+             .reshape({rows, out, nb, 1, 8})
+             .pad({{0, 0}, {0, 0}, {0, 0}, {0, 7}, {0, 0}})
+             .reshape({rows, out, k4});
+  return (sum + mins).sum({-1});
 }
 
 }  // namespace ugrad::llm

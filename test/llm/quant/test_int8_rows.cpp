@@ -45,7 +45,7 @@ std::vector<int> levels(const std::vector<float>& x, std::vector<float>& scales)
 
 }  // namespace
 
-TEST_CASE("int8 rows: levels, packed words, scales and word sums") {
+TEST_CASE("int8 rows: levels, packed words, scales and sums of 32") {
   for (int64_t rows : {3, 4, 5, 32}) {
     const int64_t in = 1024;
     CAPTURE(rows);
@@ -58,16 +58,19 @@ TEST_CASE("int8 rows: levels, packed words, scales and word sums") {
     Tensor t = Tensor::from_vector(x, {rows, in});
     Int8Rows r = quantize_rows_int8(t);
     std::vector<int32_t> words = r.words.to_vector<int32_t>();
-    std::vector<float> scale = r.scale.to_vector<float>(), sum4 = r.sum4.to_vector<float>();
+    std::vector<float> scale = r.scale.to_vector<float>(), sum32 = r.sum32.to_vector<float>();
     REQUIRE(words.size() == size_t(rows * in / 4));
-    for (size_t w = 0; w < words.size(); ++w) {
-      int sum = 0;
+    for (size_t w = 0; w < words.size(); ++w)
       for (int j = 0; j < 4; ++j) {
         CAPTURE(w);
         CHECK(int(int8_t(uint32_t(words[w]) >> (8 * j))) == q[4 * w + j]);
-        sum += q[4 * w + j];
       }
-      CHECK(sum4[w] == doctest::Approx(scales[w / 64] * float(sum)).epsilon(1e-6));
+    REQUIRE(sum32.size() == size_t(rows * in / 32));
+    for (size_t s = 0; s < sum32.size(); ++s) {
+      int sum = 0;
+      for (size_t i = 32 * s; i < 32 * s + 32; ++i) sum += q[i];
+      CAPTURE(s);
+      CHECK(sum32[s] == doctest::Approx(scales[s / 8] * float(sum)).epsilon(1e-6));
     }
     for (size_t b = 0; b < scales.size(); ++b) CHECK(scale[b] == doctest::Approx(scales[b]));
     std::vector<float> rounded = round_rows_int8(t).to_vector<float>();
