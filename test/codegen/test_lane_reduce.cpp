@@ -77,6 +77,28 @@ TEST_CASE("lane reduce: linear layers get lanes along k and copies of rows, equa
   }
 }
 
+TEST_CASE("lane reduce: threads split the outermost axis the weight depends on (heads of keys)") {
+  // Attention's scores s[h, t] = sum_d q[h, d] * k[h, t, d]: threaded over t, each thread would
+  // read H interleaved streams of keys (one per head); over h, whole heads one after another.
+  constexpr int64_t H = 8, T = 512, D = 128;
+  UOp s = buf(0, dtypes::float32, H * T), q = buf(1, dtypes::float32, H * D),
+      keys = buf(2, dtypes::float32, H * T * D);
+  UOp h = UOp::range(H, 0), t = UOp::range(T, 1), d = UOp::range(D, 2, AxisType::Reduce);
+  UOp ast = sink({store(
+      s, h * T + t, reduce(load(q, h * D + d) * load(keys, (h * T + t) * D + d), Op::ADD, {d}))});
+  std::vector<float> vq = randf(H * D, 46), vk = randf(H * T * D, 47), ref(H * T);
+  compile(ast, {.noopt = 1}).run({ref.data(), vq.data(), vk.data()}, {}, 1);
+  const std::vector<Opt> opts = heuristic_opts(ast, cpu_codegen_target(), 2);
+  CAPTURE(to_string(opts));
+  CHECK(std::find(opts.begin(), opts.end(), Opt{OptType::Thread, 0, 2}) != opts.end());
+  Kernel k = compile(ast, {.max_threads = 2});
+  for (int64_t cores : {1, 2, 3}) {
+    std::vector<float> got(H * T);
+    k.run({got.data(), vq.data(), vk.data()}, {}, cores);
+    check_close(got, ref, 1e-5);
+  }
+}
+
 TEST_CASE("lane reduce: integer sums are bit-exact, MAX and MUL reduce across lanes") {
   const int64_t R = 12, C = 256;
   UOp i = UOp::range(R, 0), j = UOp::range(C, 1, AxisType::Reduce);
