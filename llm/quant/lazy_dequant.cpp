@@ -277,9 +277,11 @@ Tensor q4_k_linear_int8(const Int8Rows& x, const Tensor& raw, const Tensor& word
          words.numel(), to_string(words.dtype()));
   Blocks b(raw.reshape({n, static_cast<int64_t>(q4_k::kBytes)}));
   // The scales as the float kernel reads them: a byte load per scale byte, bit math in int32 and
-  // one broadcast load per value from the table of 0..63. 256-entry tables indexed by the bytes
-  // themselves (a float per term, two terms for sub-blocks 4..7) took 24 broadcast loads per
-  // super-block where scales and mins took 16 this way: on Zen 5 the matvec ran 11% slower.
+  // one broadcast load per value from the table of 0..63. Tables indexed by the bytes themselves
+  // ran 11% slower on Zen 5 both ways tried: a float per term (two terms for sub-blocks 4..7, 24
+  // broadcast loads per super-block where scales and mins took 16 this way), and one load per
+  // scale from a 256-entry and a 1024-entry table (indexed by byte j, and by 4 * byte j+4 +
+  // (byte j-4 >> 6) for j >= 4).
   const auto scales_mins = scales_mins_k4(b, q4_k::kScales);
   const Tensor sc = six_bit_floats(scales_mins).first;
   // Sub-block 2g takes the low nibbles of words 8g..8g+7, 2g+1 their high nibbles.
