@@ -37,17 +37,7 @@ double time_step(int64_t context) {
   Tensor q = Tensor::rand({1, kHeads, kHeadDim}), k = Tensor::rand({1, kKvHeads, kHeadDim}),
          v = Tensor::rand({1, kKvHeads, kHeadDim});
   for (int i = 0; i < 3; ++i) jit({q, k, v}, vars);  // eager, capture, first replay
-  double best = 1e30;
-  for (int round = 0; round < 5; ++round) {
-    const auto t0 = bench::clock_type::now();
-    int calls = 0;
-    do {
-      jit({q, k, v}, vars);
-      ++calls;
-    } while (bench::seconds(t0) < 0.1);
-    best = std::min(best, bench::seconds(t0) / calls);
-  }
-  return best;
+  return bench::best_call_seconds([&] { jit({q, k, v}, vars); }, 0.1, 5);
 }
 
 }  // namespace

@@ -12,7 +12,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -33,31 +32,10 @@
 
 using namespace ugrad;
 using namespace ugrad::llm;
-using clock_type = std::chrono::steady_clock;
 
 namespace {
 
 constexpr int64_t kPrefillRows = 32;  // generate() prefills in chunks of 32 tokens
-
-double seconds(clock_type::time_point t0) {
-  return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
-
-// Best time of `f` over rounds of at least `min_seconds` each (per call).
-template <typename F>
-double best_seconds(F&& f, double min_seconds = 0.05) {
-  double best = 1e30;
-  for (int round = 0; round < 3; ++round) {
-    int calls = 0;
-    auto t0 = clock_type::now();
-    do {
-      f();
-      ++calls;
-    } while (seconds(t0) < min_seconds);
-    best = std::min(best, seconds(t0) / calls);
-  }
-  return best;
-}
 
 struct Weight {
   std::vector<uint8_t> bytes;  // the ggml blocks
@@ -136,8 +114,8 @@ Run time_linear(const Weight& w, int64_t rows, int64_t out, int64_t in, std::mt1
   double t = 1e30;
   blas_seconds = 1e30;
   for (int round = 0; round < 3; ++round) {
-    t = std::min(t, best_seconds([&] { jit({x}); }));
-    blas_seconds = std::min(blas_seconds, best_seconds(blas));
+    t = std::min(t, bench::best_call_seconds([&] { jit({x}); }));
+    blas_seconds = std::min(blas_seconds, bench::best_call_seconds(blas));
   }
   return {t, err / std::max(scale, 1e-30)};
 }

@@ -16,6 +16,23 @@ inline double seconds(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
+/// Seconds per call of `f`: the best of `rounds` rounds, each calling it for at least
+/// `min_seconds`.
+template <typename F>
+double best_call_seconds(F&& f, double min_seconds = 0.05, int rounds = 3) {
+  double best = 1e30;
+  for (int round = 0; round < rounds; ++round) {
+    int calls = 0;
+    const auto t0 = clock_type::now();
+    do {
+      f();
+      ++calls;
+    } while (seconds(t0) < min_seconds);
+    best = std::min(best, seconds(t0) / calls);
+  }
+  return best;
+}
+
 /// One thread's sum of words [0, n): eight independent sums, which the compiler vectorizes for
 /// the widest registers the CPU has (a scalar or SSE2 loop tops out below the memory's speed:
 /// std::accumulate built for baseline x86-64 read 14-19 GB/s where AVX-512 sums read 21-29);
