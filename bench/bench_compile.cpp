@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/amd_compile.h"
+#include "runtime/amd/amd_compile.h"
 #include "runtime/cpu_jit.h"
 #include "runtime/llvm_compile.h"
 

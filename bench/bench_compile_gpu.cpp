@@ -15,7 +15,7 @@
 
 #include "codegen/codegen.h"
 #include "codegen/kernel_builder.h"
-#include "runtime/amd_compile.h"
+#include "runtime/amd/amd_compile.h"
 #include "runtime/llvm_target.h"
 
 using namespace ugrad;

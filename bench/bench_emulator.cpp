@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/amd_compile.h"
-#include "runtime/amd_kernargs.h"
+#include "runtime/amd/amd_compile.h"
+#include "runtime/amd/amd_kernargs.h"
 #include "runtime/llvm_target.h"
 #include "test/mockgpu/emu.h"
 #include "test/mockgpu/launch.h"

@@ -24,7 +24,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// Qwen3-0.6B (§7.1 of the GGUF reference), with an untied output matrix to reach ~800 MB.
+// Qwen3-0.6B (docs/qwen.md#real-model-sizes), with an untied output matrix to reach ~800 MB.
 constexpr uint64_t kLayers = 28, kEmbd = 1024, kFf = 3072, kHeads = 16, kKvHeads = 8,
                    kHeadDim = 128, kVocab = 151936;
 constexpr size_t kBaselineReadBytes = 1 << 20;

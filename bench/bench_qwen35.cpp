@@ -10,7 +10,7 @@
 
 #include "bench/bench_util.h"
 #include "bench/llm_bench.h"
-#include "llm/model/demo_model.h"
+#include "llm/config/demo_model.h"
 #include "llm/models/generate.h"
 
 using namespace ugrad;

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "bench/bench_util.h"
-#include "llm/model/demo_model.h"
+#include "llm/config/demo_model.h"
 #include "llm/models/generate.h"
 #include "llm/quant/formats.h"
 

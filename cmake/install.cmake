@@ -4,7 +4,7 @@ include(CMakePackageConfigHelpers)
 
 install(TARGETS ugrad ugrad_llvm ${UGRAD_COMPONENTS} EXPORT ugradTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-foreach(dir uop tensor schedule codegen runtime llm)
+foreach(dir base uop tensor schedule codegen runtime llm)
   install(DIRECTORY ${dir}/ DESTINATION include/ugrad/${dir} FILES_MATCHING PATTERN "*.h")
 endforeach()
 install(EXPORT ugradTargets NAMESPACE ugrad:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ugrad)

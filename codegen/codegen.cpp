@@ -1,26 +1,29 @@
 #include "codegen/codegen.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
 #include <map>
 #include <mutex>
+#include <span>
 
-#include "codegen/decomp.h"
-#include "codegen/expand.h"
-#include "codegen/gather_load.h"
-#include "codegen/gpu_decomp.h"
-#include "codegen/gpu_dims.h"
-#include "codegen/gpu_opts.h"
-#include "codegen/lane_permute.h"
-#include "codegen/linearize.h"
-#include "codegen/lower_index.h"
-#include "codegen/lower_reduce.h"
+#include "base/env.h"
+#include "base/error.h"
+#include "codegen/cost.h"
+#include "codegen/lower/decomp.h"
+#include "codegen/lower/expand.h"
+#include "codegen/lower/gather_load.h"
+#include "codegen/lower/gpu_decomp.h"
+#include "codegen/lower/gpu_dims.h"
+#include "codegen/lower/lane_permute.h"
+#include "codegen/lower/linearize.h"
+#include "codegen/lower/lower_index.h"
+#include "codegen/lower/lower_reduce.h"
+#include "codegen/opt/gpu_opts.h"
 #include "codegen/ranges.h"
-#include "codegen/render_llvm.h"
-#include "uop/env.h"
-#include "uop/error.h"
+#include "codegen/render/render_llvm.h"
 #include "uop/symbolic.h"
 
 namespace ugrad {
@@ -112,70 +115,146 @@ std::string print_linear(const std::vector<UOp>& program) {
   return s;
 }
 
+// What the passes share: the target, the kernel being filled in, and what one pass hands a later
+// one (the launch dims gpu_dims chooses, read by the GPU guard and the launch).
+struct PassState {
+  const CodegenTarget& target;
+  const CodegenOptions& options;
+  bool noopt;
+  KernelSource& ks;
+  GpuDims dims;
+};
+
+enum class On : uint8_t { Any, Cpu, Gpu };
+
+// One named stage of the pipeline: DEBUG=3 lists the names, PRINT_AFTER=<name> prints the kernel
+// graph after it.
+struct Pass {
+  const char* name;
+  On on;
+  UOp (*run)(const UOp& k, PassState& st);
+};
+
+bool runs_on(const Pass& p, const CodegenTarget& target) {
+  return p.on == On::Any || (p.on == On::Gpu) == target.is_gpu;
+}
+
+// codegen/opt/: the optimization choices, as data (KernelSource::opts, gpu_opts), and their
+// application to the kernel AST.
+constexpr Pass kOptPasses[] = {
+    // before the opts: a gather's loop over r is gone
+    {"gather_load", On::Any, [](const UOp& k, PassState&) { return gather_loads(k); }},
+    // no rewrite: the kernel's work and memory, estimated before the opts reshape its loops
+    {"cost", On::Any,
+     [](const UOp& k, PassState& st) {
+       st.ks.flops = estimate_flops(k);
+       st.ks.bytes = estimate_bytes(k);
+       return k;
+     }},
+    {"opt", On::Any,
+     [](const UOp& k, PassState& st) {
+       KernelSource& ks = st.ks;
+       ks.opts = st.options.opts ? *st.options.opts
+                 : st.noopt      ? std::vector<Opt>{}
+                                 : heuristic_opts(k, st.target, st.options.max_threads);
+       for (const Opt& o : ks.opts)
+         if (o.type == OptType::Thread) ks.cpu_threads = o.amount;
+       return apply_opts(k, ks.opts);
+     }},
+    {"gpu_opt", On::Gpu,
+     [](const UOp& k, PassState& st) {
+       st.ks.gpu_opts = st.options.gpu_opts ? *st.options.gpu_opts
+                        : st.noopt          ? std::vector<GpuOpt>{}
+                                            : gpu_heuristic_opts(k, st.target);
+       return apply_gpu_opts(k, st.ks.gpu_opts, st.target);
+     }},
+};
+
+// codegen/lower/: from the optimized AST down to a graph the linearizer can order.
+constexpr Pass kLowerPasses[] = {
+    {"expand", On::Any,
+     [](const UOp& k, PassState& st) { return expand_ranges(k, !st.target.is_gpu); }},
+    {"gpu_dims", On::Gpu,
+     [](const UOp& k, PassState& st) { return gpu_dims(k, st.target, st.dims); }},
+    {"symbolic", On::Any,
+     [](const UOp& k, PassState&) { return graph_rewrite(k, pm_simplify_valid()); }},
+    {"lane_permute", On::Any,
+     [](const UOp& k, PassState& st) { return lane_permutes(k, st.target); }},
+    {"lower_reduce", On::Any, [](const UOp& k, PassState&) { return lower_reduces(k); }},
+    {"fuse_accumulators", On::Gpu,
+     [](const UOp& k, PassState&) { return fuse_gpu_accumulators(k); }},
+    {"decomp", On::Any, [](const UOp& k, PassState& st) { return decompose(k, st.target); }},
+    {"lower_index", On::Gpu,
+     [](const UOp& k, PassState&) { return graph_rewrite(k, pm_lower_index()); }},
+    {"gpu_decomp", On::Gpu,
+     [](const UOp& k, PassState& st) { return gpu_decompose(k, st.target); }},
+};
+
+// After the graph passes: one ordered program, guarded on the GPU, rendered to LLVM IR.
+constexpr const char* kTailPasses[] = {"linearize", "gpu_guard", "render_llvm"};
+
+UOp run_passes(std::span<const Pass> passes, UOp k, PassState& st) {
+  const std::string print_after = knob_str(Knob::PRINT_AFTER);
+  for (const Pass& p : passes) {
+    if (!runs_on(p, st.target)) continue;
+    k = p.run(k, st);
+    if (!print_after.empty() && (print_after == p.name || print_after == "all"))
+      fmt::print("{} after {}:\n{}", st.ks.name.empty() ? "kernel" : st.ks.name, p.name,
+                 k.print_graph());
+  }
+  return k;
+}
+
 }  // namespace
+
+std::vector<std::string> codegen_pass_names(const CodegenTarget& target) {
+  std::vector<std::string> names;
+  using Table = std::span<const Pass>;
+  for (Table table : {Table(kOptPasses), Table(kLowerPasses)})
+    for (const Pass& p : table)
+      if (runs_on(p, target)) names.push_back(p.name);
+  for (const char* name : kTailPasses)
+    if (target.is_gpu || std::string_view(name) != "gpu_guard") names.push_back(name);
+  return names;
+}
 
 KernelSource codegen(const UOp& kernel, const CodegenTarget& target,
                      const CodegenOptions& options) {
   check_ast(kernel);
-  const UOp ast = gather_loads(kernel);  // before the opts: a gather's loop over r is gone
   const int debug = debug_level();
   KernelSource ks;
-  KernelSignature sig = signature(ast);
+  KernelSignature sig = signature(kernel);
   for (const UOp& b : sig.buffers)
     ks.buffers.push_back({b.dtype().base(), b.arg_as<ParamArg>().hi, false});
-  for (const UOp& s : ast.src()) ks.buffers[s.src(0).src(0).arg_as<ParamArg>().slot].written = true;
+  for (const UOp& s : kernel.src())
+    ks.buffers[s.src(0).src(0).arg_as<ParamArg>().slot].written = true;
   ks.vars = sig.vars;
 
   const bool noopt = options.noopt < 0 ? knob_int(Knob::NOOPT) != 0 : options.noopt != 0;
-  ks.opts = options.opts ? *options.opts
-            : noopt      ? std::vector<Opt>{}
-                         : heuristic_opts(ast, target, options.max_threads);
+  PassState st{target, options, noopt, ks, {}};
+  UOp k = run_passes(kOptPasses, kernel, st);
   ks.opts_desc = to_string(ks.opts);
-  for (const Opt& o : ks.opts)
-    if (o.type == OptType::Thread) ks.cpu_threads = o.amount;
-
-  // Stages, in order; DEBUG=3 names them.
-  UOp k = apply_opts(ast, ks.opts);
-  if (target.is_gpu) {
-    ks.gpu_opts = options.gpu_opts ? *options.gpu_opts
-                  : noopt          ? std::vector<GpuOpt>{}
-                                   : gpu_heuristic_opts(k, target);
-    k = apply_gpu_opts(k, ks.gpu_opts, target);
-    if (!ks.gpu_opts.empty()) {
-      if (!ks.opts_desc.empty()) ks.opts_desc += ' ';
-      ks.opts_desc += to_string(ks.gpu_opts);
-    }
+  if (!ks.gpu_opts.empty()) {
+    if (!ks.opts_desc.empty()) ks.opts_desc += ' ';
+    ks.opts_desc += to_string(ks.gpu_opts);
   }
-  ks.name = unique_name(base_name(k), ast.hash());
+  ks.name = unique_name(base_name(k), kernel.hash());
   ks.entry = ks.name;
   if (debug >= 3) fmt::print("codegen {}: opts [{}]\n", ks.name, ks.opts_desc);
   if (debug >= 5) fmt::print("{}", k.print_graph());
-  k = expand_ranges(k, !target.is_gpu);
-  GpuDims dims;
-  if (target.is_gpu) k = gpu_dims(k, target, dims);
-  k = graph_rewrite(k, pm_simplify_valid());
-  k = lane_permutes(k, target);
-  k = lower_reduces(k);
-  if (target.is_gpu) k = fuse_gpu_accumulators(k);
-  k = decompose(k, target);
-  if (target.is_gpu) k = graph_rewrite(k, pm_lower_index());
-  k = gpu_decompose(k, target);
+  k = run_passes(kLowerPasses, k, st);
+
   std::vector<UOp> program = linearize(k, ks.cpu_threads > 1);
   if (target.is_gpu)
-    program = gpu_guard_program(dims.guard ? simplify(dims.guard) : UOp(), program);
-  if (debug >= 3)
-    fmt::print("  passes: {}\n",
-               target.is_gpu
-                   ? "opt gpu_opts expand gpu_dims symbolic lower_reduce "
-                     "fuse_accumulators decomp lower_index gpu_decomp linearize "
-                     "gpu_guard render_llvm"
-                   : "opt expand symbolic lane_permute lower_reduce decomp linearize render_llvm");
+    program = gpu_guard_program(st.dims.guard ? simplify(st.dims.guard) : UOp(), program);
+  if (debug >= 3) fmt::print("  passes: {}\n", fmt::join(codegen_pass_names(target), " "));
   if (debug >= 6) fmt::print("{}", print_linear(program));
-  ks.src = render_llvm(program, sig, target, ks.entry, target.is_gpu ? gpu_local_threads(dims) : 1);
+  ks.src =
+      render_llvm(program, sig, target, ks.entry, target.is_gpu ? gpu_local_threads(st.dims) : 1);
   if (debug >= 4) fmt::print("{}\n", ks.src);
   if (target.is_gpu) {
-    for (const UOp& g : dims.global_size) ks.global_size.push_back(simplify(g));
-    ks.local_size = dims.local_size;
+    for (const UOp& g : st.dims.global_size) ks.global_size.push_back(simplify(g));
+    ks.local_size = st.dims.local_size;
   }
   return ks;
 }

@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
-#include "codegen/gpu_opts.h"
-#include "codegen/opt.h"
+#include "codegen/opt/gpu_opts.h"
+#include "codegen/opt/opt.h"
 #include "codegen/target.h"
 #include "uop/uop.h"
 
@@ -52,6 +52,7 @@ struct KernelSource {
   int64_t cpu_threads = 1;            // cores the kernel wants (CPU)
   std::vector<UOp> global_size;       // GPU: launch grid in workgroups (index UOps over vars)
   std::vector<UOp> local_size;        // GPU: workgroup size
+  UOp flops, bytes;                   // work and memory estimates over `vars` (codegen/cost.h)
 };
 
 struct CodegenOptions {
@@ -64,6 +65,10 @@ struct CodegenOptions {
   /// Upper bound on cpu_threads (0: the THREADS knob, else the host core count).
   int64_t max_threads = 0;
 };
+
+/// The names of the passes codegen runs for `target`, in order (what DEBUG=3 prints; PRINT_AFTER
+/// takes one of them).
+std::vector<std::string> codegen_pass_names(const CodegenTarget& target);
 
 /// Lowers the kernel AST `ast` (a SINK of STOREs, see above) to LLVM IR for `target`.
 KernelSource codegen(const UOp& ast, const CodegenTarget& target, const CodegenOptions& opts = {});

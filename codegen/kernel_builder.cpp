@@ -1,8 +1,8 @@
 #include "codegen/kernel_builder.h"
 
-#include "codegen/dot4.h"
-#include "codegen/tensor_cores.h"
-#include "uop/error.h"
+#include "base/error.h"
+#include "codegen/opt/dot4.h"
+#include "codegen/opt/tensor_cores.h"
 
 namespace ugrad {
 

@@ -1,6 +1,6 @@
 #include "codegen/target.h"
 
-#include "uop/error.h"
+#include "base/error.h"
 
 namespace ugrad {
 

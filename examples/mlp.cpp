@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "base/error.h"
 #include "tensor/tensor.h"
-#include "uop/error.h"
 
 using ugrad::Tensor;
 

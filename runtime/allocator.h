@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "uop/error.h"
+#include "base/error.h"
 
 namespace ugrad {
 

@@ -11,9 +11,9 @@
 #include <cstring>
 #include <mutex>
 
+#include "base/env.h"
+#include "base/error.h"
 #include "runtime/llvm_impl.h"
-#include "uop/env.h"
-#include "uop/error.h"
 
 namespace ugrad {
 

@@ -1,124 +1,15 @@
 #include "runtime/device.h"
 
-#include <cstring>
 #include <map>
 #include <mutex>
 
-#include <fmt/format.h>
-
-#include "runtime/amd_device.h"
-#include "runtime/cpu_jit.h"
-#include "runtime/llvm_compile.h"
-#include "runtime/null_amd_device.h"
-#include "runtime/program_cache.h"
-#include "runtime/thread_pool.h"
-#include "uop/env.h"
-#include "uop/error.h"
+#include "base/error.h"
+#include "runtime/amd/amd_device.h"
+#include "runtime/amd/null_amd_device.h"
+#include "runtime/cpu_device.h"
+#include "runtime/null_device.h"
 
 namespace ugrad {
-namespace {
-
-// Host memory, with freed buffers cached for reuse (1 GiB at most).
-std::shared_ptr<Allocator> host_allocator() {
-  static auto alloc =
-      std::make_shared<LruAllocator>(std::make_shared<CpuAllocator>(), size_t{1} << 30);
-  return alloc;
-}
-
-class CpuProgramHandle : public Program {
- public:
-  CpuProgramHandle(KernelSource source, std::shared_ptr<CpuProgram> code)
-      : Program(std::move(source)),
-        code_(std::move(code)),
-        fn_(code_->function<ThreadPool::RawKernel>(source_.entry)) {}
-  ThreadPool::RawKernel fn() const { return fn_; }
-
- private:
-  std::shared_ptr<CpuProgram> code_;
-  ThreadPool::RawKernel fn_;
-};
-
-// Object code for the host through the program cache (memory + disk).
-// DEBUG=7 prints the x86 assembly (a second compile, only at that level).
-std::vector<uint8_t> compile_cpu_object(const KernelSource& src, const LlvmTarget& target) {
-  if (debug_level() >= 7)
-    fmt::print("{} ({}):\n{}\n", src.name, target.arch,
-               llvm_compile(target, src.src, LlvmOutput::Assembly, src.name));
-  return ProgramCache::instance().get_or_compile(src.src, target.describe(), "", [&] {
-    return llvm_compile_object(target, src.src, src.name);
-  });
-}
-
-class CpuDevice : public Device {
- public:
-  CpuDevice() : target_(cpu_codegen_target()), llvm_(cpu_target(2)) {}
-  const std::string& name() const override { return name_; }
-  const CodegenTarget& target() const override { return target_; }
-  std::shared_ptr<Allocator> allocator() override { return host_allocator(); }
-  bool reads_host_memory() const override { return true; }
-
-  std::shared_ptr<Program> compile(KernelSource source) override {
-    std::vector<uint8_t> object = compile_cpu_object(source, llvm_);
-    std::shared_ptr<CpuProgram> code = CpuJit::instance().load(object, source.name);
-    return std::make_shared<CpuProgramHandle>(std::move(source), std::move(code));
-  }
-
-  void launch(const Program& program, std::span<void* const> buffers,
-              std::span<const int64_t> vars) override {
-    const auto& p = static_cast<const CpuProgramHandle&>(program);
-    thread_local std::vector<void*> args_;
-    args_.assign(buffers.begin(), buffers.end());
-    for (int64_t v : vars) args_.push_back(reinterpret_cast<void*>(static_cast<intptr_t>(v)));
-    ThreadPool& pool = ThreadPool::instance();
-    int64_t cores = std::min<int64_t>(p.source().cpu_threads, pool.num_threads());
-    if (cores <= 1)
-      p.fn()(args_.data(), 0, 1);
-    else
-      pool.run(p.fn(), args_.data(), cores);
-  }
-
- private:
-  std::string name_ = "CPU";
-  CodegenTarget target_;
-  LlvmTarget llvm_;
-};
-
-// Compiles like the CPU device, runs nothing, allocates nothing.
-class NullAllocator : public Allocator {
- public:
-  void* alloc(size_t) override { return this; }
-  void free(void*, size_t) override {}
-  void copy_in(void*, const void*, size_t) override {}
-  void copy_out(void* dst, const void*, size_t bytes) override { std::memset(dst, 0, bytes); }
-};
-
-class NullProgram : public Program {
- public:
-  explicit NullProgram(KernelSource s) : Program(std::move(s)) {}
-};
-
-class NullDevice : public Device {
- public:
-  NullDevice() : target_(cpu_codegen_target()), llvm_(cpu_target(2)) {}
-  const std::string& name() const override { return name_; }
-  const CodegenTarget& target() const override { return target_; }
-  std::shared_ptr<Allocator> allocator() override {
-    static auto alloc = std::make_shared<NullAllocator>();
-    return alloc;
-  }
-  std::shared_ptr<Program> compile(KernelSource source) override {
-    compile_cpu_object(source, llvm_);
-    return std::make_shared<NullProgram>(std::move(source));
-  }
-  void launch(const Program&, std::span<void* const>, std::span<const int64_t>) override {}
-
- private:
-  std::string name_ = "NULL";
-  CodegenTarget target_;
-  LlvmTarget llvm_;
-};
-
-}  // namespace
 
 Device& get_device(const std::string& name) {
   static std::mutex mutex;
@@ -127,9 +18,9 @@ Device& get_device(const std::string& name) {
   if (auto it = devices.find(name); it != devices.end()) return *it->second;
   std::unique_ptr<Device> d;
   if (name == "CPU")
-    d = std::make_unique<CpuDevice>();
+    d = make_cpu_device();
   else if (name == "NULL")
-    d = std::make_unique<NullDevice>();
+    d = make_null_device();
   else if (name.rfind("NULL:", 0) == 0)
     d = make_null_amd_device(name.substr(5));
   else if (name == "AMD" || name.rfind("AMD:", 0) == 0)
@@ -137,6 +28,17 @@ Device& get_device(const std::string& name) {
   else
     fail("unknown device '{}' (known: CPU, NULL, NULL:<amd-arch>, AMD, AMD:<index>)", name);
   return *devices.emplace(name, std::move(d)).first->second;
+}
+
+void copy_between_devices(Device& dst, void* dst_handle, Device& src, void* src_handle,
+                          size_t bytes) {
+  Allocator& to = *dst.allocator();
+  Allocator& from = *src.allocator();
+  if (const void* host = from.as_host_ptr(src_handle)) return to.copy_in(dst_handle, host, bytes);
+  if (void* host = to.as_host_ptr(dst_handle)) return from.copy_out(host, src_handle, bytes);
+  std::vector<std::byte> staged(bytes);
+  from.copy_out(staged.data(), src_handle, bytes);
+  to.copy_in(dst_handle, staged.data(), bytes);
 }
 
 }  // namespace ugrad

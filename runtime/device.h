@@ -1,6 +1,5 @@
 // Devices: an allocator, a compiler and a program launcher behind one interface, found by name in
-// a registry. "CPU" runs kernels through the ORC JIT and the thread pool; "NULL" schedules and
-// compiles for the host but runs nothing.
+// a registry: "CPU" (cpu_device.h), "NULL" (null_device.h), "NULL:<arch>" and "AMD" (runtime/amd/).
 #pragma once
 #include <memory>
 #include <span>
@@ -43,5 +42,10 @@ class Device {
 
 /// The device with this name (created on first use). Unknown names are an Error listing the known.
 Device& get_device(const std::string& name);
+
+/// Copies `bytes` from `src_handle` on `src` to `dst_handle` on `dst`: directly where one side is
+/// host memory, else staged through the host.
+void copy_between_devices(Device& dst, void* dst_handle, Device& src, void* src_handle,
+                          size_t bytes);
 
 }  // namespace ugrad

@@ -7,4 +7,4 @@ ugrad_component(ugrad_runtime_core
     ${CMAKE_CURRENT_LIST_DIR}/allocator.cpp
     ${CMAKE_CURRENT_LIST_DIR}/sha256.cpp
     ${CMAKE_CURRENT_LIST_DIR}/program_cache.cpp
-  DEPS ugrad_uop Threads::Threads)
+  DEPS ugrad_base Threads::Threads)

@@ -9,8 +9,8 @@
 
 #include <unordered_map>
 #include <unordered_set>
-#include "uop/env.h"
-#include "uop/error.h"
+#include "base/env.h"
+#include "base/error.h"
 
 namespace ugrad {
 namespace {
@@ -30,15 +30,40 @@ JitStats& jit_stats() {
 }
 
 void print_kernel_line(const std::string& device, const KernelSource& src, double seconds,
-                       const UOp& flops, const UOp& bytes, const VarVals& vars) {
-  // A launch captured below DEBUG=2 has no estimates.
-  const double f = flops ? launch_estimate(flops, vars) : 0;
-  const double b = bytes ? launch_estimate(bytes, vars) : 0;
+                       const VarVals& vars) {
+  const double f = src.flops ? launch_estimate(src.flops, vars) : 0;
+  const double b = src.bytes ? launch_estimate(src.bytes, vars) : 0;
   fmt::print(stderr, "{:<6} {:<28} {:>9.3f} ms  {:>8.2f} GFLOP/s  {:>8.2f} GB/s  {}\n", device,
              src.name, seconds * 1e3, f / seconds * 1e-9, b / seconds * 1e-9, src.opts_desc);
 }
 
+bool ExecItem::writes(size_t slot) const {
+  return program ? program->source().buffers.at(slot).written : slot == 0;
+}
+
+Device& ExecItem::copy_source() const {
+  return get_device(buffers.at(1).arg_as<BufferArg>().device);
+}
+
+size_t ExecItem::copy_bytes() const {
+  auto bytes = [](const UOp& b) {
+    return size_t(b.arg_as<BufferArg>().size) * itemsize(b.dtype());
+  };
+  return std::min(bytes(buffers.at(0)), bytes(buffers.at(1)));
+}
+
+void print_copy_line(const std::string& device, size_t bytes, const std::string& from,
+                     double seconds) {
+  fmt::print(stderr, "{:<6} {:<28} {:>9.3f} ms  {:>8.2f} GB/s  from {}\n", device,
+             fmt::format("copy {} bytes", bytes), seconds * 1e3, double(bytes) / seconds * 1e-9,
+             from);
+}
+
 void run_exec_item(const ExecItem& item, const VarVals& var_vals) {
+  if (!item.program)
+    return copy_between_devices(*item.device, buffer_of(item.buffers[0])->handle(),
+                                item.copy_source(), buffer_of(item.buffers[1])->handle(),
+                                item.copy_bytes());
   const KernelSource& src = item.program->source();
   std::vector<void*> handles;
   handles.reserve(item.buffers.size());
@@ -122,9 +147,11 @@ void GraphJit::plan_launches(const std::vector<ExecItem>& captured, const std::v
       const UOp& b = item.buffers[slot];
       bool first_touch = seen.insert(b).second;
       const BufferArg& a = b.arg_as<BufferArg>();
-      bool fresh = a.id >= first_new_buffer && !outputs.count(b) &&
-                   a.device == item.buffers[0].arg_as<BufferArg>().device;
-      if (first_touch && fresh && item.program->source().buffers.at(slot).written) {
+      // the arena lives on one device: that of the first buffer planned
+      const std::string& arena_device =
+          planned_order.empty() ? a.device : planned_order[0].arg_as<BufferArg>().device;
+      bool fresh = a.id >= first_new_buffer && !outputs.count(b) && a.device == arena_device;
+      if (first_touch && fresh && item.writes(slot)) {
         planned.emplace(b, lifetimes.size());
         planned_order.push_back(b);
         size_t bytes = static_cast<size_t>(a.size) * itemsize(b.dtype());
@@ -151,7 +178,8 @@ void GraphJit::plan_launches(const std::vector<ExecItem>& captured, const std::v
   }
   launches_.clear();
   for (const ExecItem& item : captured) {
-    Launch l{item.device, item.program, {}, {}, {}, {}, item.flops, item.bytes};
+    Launch l{item.device, item.program, {}, {}, {}, {}, nullptr, 0};
+    if (!item.program) l.copy_from = &item.copy_source(), l.copy_bytes = item.copy_bytes();
     for (size_t slot = 0; slot < item.buffers.size(); ++slot) {
       auto it = planned.find(item.buffers[slot]);
       l.keep.push_back(it != planned.end() ? views[it->second] : buffer_of(item.buffers[slot]));
@@ -159,8 +187,9 @@ void GraphJit::plan_launches(const std::vector<ExecItem>& captured, const std::v
       for (size_t i = 0; i < in_bufs.size(); ++i)
         if (item.buffers[slot] == in_bufs[i]) l.input_slots.emplace_back(slot, i);
     }
-    for (const UOp& v : item.program->source().vars)
-      l.var_names.push_back(v.arg_as<ParamArg>().name);
+    if (item.program)
+      for (const UOp& v : item.program->source().vars)
+        l.var_names.push_back(v.arg_as<ParamArg>().name);
     launches_.push_back(std::move(l));
   }
 }
@@ -186,13 +215,18 @@ void GraphJit::replay(const std::vector<UOp>& in_bufs, const VarVals& vars) {
       vals.push_back(it->second);
     }
     auto t0 = std::chrono::steady_clock::now();
-    l.device->launch(*l.program, args, vals);
+    if (l.program)
+      l.device->launch(*l.program, args, vals);
+    else
+      copy_between_devices(*l.device, args[0], *l.copy_from, args[1], l.copy_bytes);
     if (debug_level() >= 2) {
       l.device->synchronize();
-      print_kernel_line(
-          "replay", l.program->source(),
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), l.flops,
-          l.bytes, vars);
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (l.program)
+        print_kernel_line("replay", l.program->source(), seconds, vars);
+      else
+        print_copy_line("replay", l.copy_bytes, l.copy_from->name(), seconds);
     }
   }
 }

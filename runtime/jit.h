@@ -19,18 +19,26 @@ namespace ugrad {
 
 using VarVals = std::vector<std::pair<std::string, int64_t>>;
 
-/// One kernel launch as realize performed it.
+/// One kernel launch as realize performed it, or a copy between devices (no program; buffers
+/// {destination, source}; `device` is the destination's).
 struct ExecItem {
   Device* device;
   std::shared_ptr<Program> program;
   std::vector<UOp> buffers;  // BUFFER nodes by slot
-  UOp flops, bytes;  // estimated work and memory over the kernel's variables, for DEBUG=2 (only)
+  /// Whether the launch writes buffer `slot`.
+  bool writes(size_t slot) const;
+  /// A copy's source device and byte count.
+  Device& copy_source() const;
+  size_t copy_bytes() const;
 };
 
-/// DEBUG=2's line for one launch: device, kernel, time, GFLOP/s and GB/s (the estimates `flops`
-/// and `bytes` with the variables' values), opts.
+/// DEBUG=2's line for one launch: device, kernel, time, GFLOP/s and GB/s (the kernel's estimates,
+/// src.flops and src.bytes, with the variables' values), opts.
 void print_kernel_line(const std::string& device, const KernelSource& src, double seconds,
-                       const UOp& flops, const UOp& bytes, const VarVals& vars);
+                       const VarVals& vars);
+/// DEBUG=2's line for a copy between devices: bytes, time, GB/s and the source device.
+void print_copy_line(const std::string& device, size_t bytes, const std::string& from,
+                     double seconds);
 
 /// While alive on a thread, records every launch realize() makes on that thread. Nesting is an
 /// Error.
@@ -78,7 +86,8 @@ class GraphJit {
     std::vector<void*> handles;                          // by slot
     std::vector<std::pair<size_t, size_t>> input_slots;  // (slot, input index) swapped per call
     std::vector<std::string> var_names;                  // the program's variables, in order
-    UOp flops, bytes;                                    // estimates, for DEBUG=2
+    Device* copy_from = nullptr;                         // a copy (no program): its source
+    size_t copy_bytes = 0;
   };
   void plan_launches(const std::vector<ExecItem>& captured, const std::vector<UOp>& outs,
                      const std::vector<UOp>& in_bufs, int64_t first_new_buffer);

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "base/error.h"
 #include "uop/alu.h"
-#include "uop/error.h"
 
 namespace ugrad {
 

@@ -19,8 +19,8 @@
 #include <chrono>
 #include <unordered_map>
 
+#include "base/error.h"
 #include "runtime/llvm_impl.h"
-#include "uop/error.h"
 
 namespace ugrad {
 

@@ -16,9 +16,9 @@
 
 #include <map>
 
-#include "runtime/amd_code_object.h"
+#include "base/error.h"
+#include "runtime/amd/amd_code_object.h"
 #include "runtime/llvm_impl.h"
-#include "uop/error.h"
 
 namespace ugrad {
 

@@ -8,8 +8,8 @@
 #include <array>
 #include <vector>
 
-#include "uop/env.h"
-#include "uop/error.h"
+#include "base/env.h"
+#include "base/error.h"
 
 namespace ugrad {
 

@@ -11,9 +11,9 @@
 #include <memory>
 #include <utility>
 
+#include "base/env.h"
+#include "base/error.h"
 #include "runtime/sha256.h"
-#include "uop/env.h"
-#include "uop/error.h"
 
 namespace ugrad {
 namespace {

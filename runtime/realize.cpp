@@ -9,14 +9,13 @@
 
 #include <fmt/format.h>
 
+#include "base/env.h"
+#include "base/error.h"
 #include "codegen/codegen.h"
-#include "codegen/gather_load.h"
 #include "runtime/device.h"
 #include "runtime/jit.h"
 #include "schedule/schedule.h"
 #include "uop/alu.h"
-#include "uop/env.h"
-#include "uop/error.h"
 #include "uop/symbolic.h"
 #include "uop/verify.h"
 
@@ -164,63 +163,21 @@ std::vector<UOp> realize(std::span<const UOp> bound_roots,
     check_writable(item);
     const std::string& dev_name = item.buffers.at(0).arg_as<BufferArg>().device;
     Device& device = get_device(dev_name);
-    ExecItem exec{&device, program_for(device, item.ast), item.buffers, UOp()};
-    if (debug_level() >= 2)
-      exec.flops = estimate_flops(item.ast), exec.bytes = estimate_bytes(item.ast);
+    ExecItem exec{&device, item.is_copy() ? nullptr : program_for(device, item.ast), item.buffers};
     if (CaptureScope* capture = CaptureScope::current()) capture->items.push_back(exec);
     auto t0 = std::chrono::steady_clock::now();
     run_exec_item(exec, var_vals);
     if (debug_level() >= 2) {
       device.synchronize();
-      print_kernel_line(
-          dev_name, exec.program->source(),
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), exec.flops,
-          exec.bytes, var_vals);
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (exec.program)
+        print_kernel_line(dev_name, exec.program->source(), seconds, var_vals);
+      else
+        print_copy_line(dev_name, exec.copy_bytes(), exec.copy_source().name(), seconds);
     }
   }
   return sched.outputs;
-}
-
-UOp estimate_flops(const UOp& kernel) {
-  const UOp ast = gather_loads(kernel);
-  std::map<std::vector<UOp>, int64_t> ops_by_ranges;  // ALU ops per set of enclosing ranges
-  for (const UOp& u : ast.toposort()) {
-    const bool op = (is_alu(u.op()) && u.op() != Op::CAST) || u.op() == Op::REDUCE;
-    if (!op || u.dtype().scalar == Scalar::Index) continue;
-    std::vector<UOp> ranges;
-    for (const UOp& r : u.toposort())
-      if (r.op() == Op::RANGE) ranges.push_back(r);
-    ++ops_by_ranges[ranges];
-  }
-  UOp flops = UOp::cnst_int(dtypes::index, 0);
-  for (const auto& [ranges, ops] : ops_by_ranges) {
-    UOp term = UOp::cnst_int(dtypes::index, ops);
-    for (const UOp& r : ranges) term = term * r.src(0);
-    flops = flops + term;
-  }
-  return flops;
-}
-
-UOp estimate_bytes(const UOp& kernel) {
-  // (buffer, is a store) -> elements reached by its accesses
-  std::map<std::pair<UOp, bool>, UOp> reached;
-  for (const UOp& u : gather_loads(kernel).toposort()) {
-    if (u.op() != Op::LOAD && u.op() != Op::STORE) continue;
-    const UOp& idx = u.src(0);
-    if (idx.op() != Op::INDEX || idx.src(0).op() != Op::PARAM) continue;
-    UOp n = UOp::cnst_int(dtypes::index, 1);
-    for (const UOp& r : idx.src(1).toposort())
-      if (r.op() == Op::RANGE) n = n * r.src(0);
-    auto [it, fresh] = reached.try_emplace({idx.src(0), u.op() == Op::STORE}, n);
-    if (!fresh) it->second = it->second + n;
-  }
-  UOp bytes = UOp::cnst_int(dtypes::index, 0);
-  for (const auto& [key, n] : reached) {
-    const UOp& buf = key.first;
-    const UOp size = UOp::cnst_int(dtypes::index, buf.arg_as<ParamArg>().hi);
-    bytes = bytes + n.lt(size).where(n, size) * int64_t(itemsize(buf.dtype().base()));
-  }
-  return bytes;
 }
 
 namespace {

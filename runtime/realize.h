@@ -36,16 +36,8 @@ void copy_out(const UOp& buffer, std::span<std::byte> data);
 /// The BUFFER node under a realized node (RESHAPE/SHRINK chains of a BUFFER), or an empty UOp.
 UOp realized_buffer(const UOp& node);
 
-/// DEBUG=2's work estimate of a kernel AST: its ALU ops (a reduction's accumulate included) times
-/// the iterations enclosing them, an index expression over the kernel's variables (a KV cache's
-/// symbolic length).
-UOp estimate_flops(const UOp& kernel);
-/// DEBUG=2's memory estimate of a kernel AST: per buffer, the elements its loads reach (each
-/// load's index takes one value per iteration of the ranges it depends on) and likewise its
-/// stores, each capped at the buffer's size, in bytes. A decode step writing one position of a
-/// KV cache counts that position, not the cache.
-UOp estimate_bytes(const UOp& kernel);
-/// An estimate for one launch: the variables bound to `var_vals` (unbound ones at their maximum).
+/// A KernelSource estimate (flops, bytes; codegen/cost.h) for one launch: the variables bound to
+/// `var_vals` (unbound ones at their maximum).
 double launch_estimate(const UOp& estimate,
                        const std::vector<std::pair<std::string, int64_t>>& var_vals);
 

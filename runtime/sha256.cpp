@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "uop/error.h"
+#include "base/error.h"
 
 namespace ugrad {
 namespace {

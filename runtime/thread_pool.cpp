@@ -6,8 +6,8 @@
 #include <chrono>
 #include <system_error>
 
-#include "uop/env.h"
-#include "uop/error.h"
+#include "base/env.h"
+#include "base/error.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>

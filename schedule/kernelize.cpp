@@ -1,15 +1,15 @@
 // Scheduling: decide what to materialize, then build one kernel AST per materialized node by
 // walking its graph from the output inwards, turning movement ops into index math.
+#include "schedule/kernelize.h"
+
 #include <algorithm>
 #include <map>
-#include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "base/env.h"
+#include "base/error.h"
 #include "schedule/index_math.h"
-#include "schedule/schedule.h"
-#include "uop/env.h"
-#include "uop/error.h"
 
 namespace ugrad {
 
@@ -44,36 +44,6 @@ UOp buffer_view(const UOp& buffer, const Shape& shape) {
   for (size_t i = 0; i < shape.size(); ++i) sh.push_back(dim(0));
   for (const UOp& d : shape) sh.push_back(d);
   return UOp::make(Op::SHRINK, buffer.dtype(), sh);
-}
-
-UOp bind_variable(const UOp& var, int64_t value) {
-  if (var.op() != Op::PARAM || var.arg_as<ParamArg>().slot >= 0) fail("bind: not a variable");
-  const ParamArg& p = var.arg_as<ParamArg>();
-  if (value < p.lo || value > p.hi)
-    fail("bind: variable '{}' = {} is outside its range [{}, {}]", p.name, value, p.lo, p.hi);
-  UOp store = UOp::make(Op::STORE, dtypes::void_, {var, UOp::cnst_int(dtypes::index, value)});
-  return UOp::make(Op::AFTER, var.dtype(), {var, store});
-}
-
-std::pair<std::vector<UOp>, std::vector<std::pair<std::string, int64_t>>> unbind_variables(
-    const std::vector<UOp>& roots) {
-  std::vector<std::pair<UOp, UOp>> subs;
-  std::vector<std::pair<std::string, int64_t>> vals;
-  UOp sink = UOp::make(Op::SINK, dtypes::void_, roots);
-  for (const UOp& u : sink.toposort()) {
-    if (u.op() != Op::AFTER || u.src(0).op() != Op::PARAM || u.src().size() != 2 ||
-        u.src(1).op() != Op::STORE)
-      continue;
-    const std::string& name = u.src(0).arg_as<ParamArg>().name;
-    int64_t v = u.src(1).src(1).const_int();
-    auto it = std::find_if(vals.begin(), vals.end(), [&](auto& kv) { return kv.first == name; });
-    if (it != vals.end() && it->second != v)
-      fail("variable '{}' is bound to both {} and {} in one graph", name, it->second, v);
-    if (it == vals.end()) vals.emplace_back(name, v);
-    subs.emplace_back(u, u.src(0));
-  }
-  if (subs.empty()) return {roots, {}};
-  return {sink.substitute(subs).src(), vals};
 }
 
 bool is_realized_view(const UOp& node) {
@@ -114,9 +84,9 @@ struct NeedMaterialize {
   UOp node;
 };
 
-class KernelBuilder {
+class AstBuilder {
  public:
-  KernelBuilder(const UOp& out, const std::unordered_map<UOp, UOp>& buffers)
+  AstBuilder(const UOp& out, const std::unordered_map<UOp, UOp>& buffers)
       : out_(out), buffers_(buffers) {}
 
   ScheduleItem build() {
@@ -393,10 +363,12 @@ class KernelBuilder {
   int64_t next_axis_ = 0;
 };
 
-// The device of a graph: that of its buffers (the default device for a graph of constants).
+// The device of a graph: that of its buffers, or where its last COPY went (the default device for
+// a graph of constants).
 std::string device_of(const UOp& u) {
   UOp b = u;
-  while (b.op() != Op::BUFFER && !b.src().empty()) b = b.src(0);
+  while (b.op() != Op::BUFFER && b.op() != Op::COPY && !b.src().empty()) b = b.src(0);
+  if (b.op() == Op::COPY) return b.arg_as<std::string>();
   if (b.op() == Op::BUFFER) return b.arg_as<BufferArg>().device;
   for (const UOp& x : u.toposort())
     if (x.op() == Op::BUFFER) return x.arg_as<BufferArg>().device;
@@ -404,8 +376,6 @@ std::string device_of(const UOp& u) {
 }
 
 }  // namespace
-
-namespace {
 
 Schedule build_schedule(const std::vector<UOp>& roots) {
   Schedule sched;
@@ -431,8 +401,14 @@ Schedule build_schedule(const std::vector<UOp>& roots) {
     }
     pending.emplace(position.at(u), u);
   };
-  for (const UOp& u : topo)
+  for (const UOp& u : topo) {
     if (u.op() == Op::CONTIGUOUS || u.op() == Op::ASSIGN) materialize(u);
+    // a copy moves a whole buffer: its source is realized first on its own device
+    if (u.op() == Op::COPY) {
+      materialize(u);
+      if (!is_realized_view(u.src(0))) materialize(u.src(0));
+    }
+  }
   for (const UOp& r : roots)
     if (!is_realized_view(r)) materialize(r);
 
@@ -440,8 +416,21 @@ Schedule build_schedule(const std::vector<UOp>& roots) {
   while (!pending.empty()) {
     auto last = std::prev(pending.end());
     UOp node = last->second;
+    if (node.op() == Op::COPY) {
+      pending.erase(last);
+      UOp src = node.src(0);
+      if (auto it = buffers.find(src); it != buffers.end()) src = it->second;
+      while (src.op() != Op::BUFFER) src = src.src(0);  // a realized view
+      // COPY(PARAM slot 1): slot 1's bytes into slot 0, on the destination's device
+      const BufferArg& from = src.arg_as<BufferArg>();
+      UOp param = UOp::make(Op::PARAM, src.dtype().ptr(), {}, ParamArg{1, "data1", 0, from.size});
+      UOp ast = UOp::make(Op::COPY, node.dtype(), {param}, node.arg_as<std::string>());
+      if (buffers.at(node).arg_as<BufferArg>().size > 0)
+        built.push_back({ast, {buffers.at(node), src}});
+      continue;
+    }
     try {
-      KernelBuilder kb(node, buffers);
+      AstBuilder kb(node, buffers);
       ScheduleItem item = kb.build();
       pending.erase(last);
       int64_t count = buffers.at(node).arg_as<BufferArg>().size;
@@ -463,72 +452,6 @@ Schedule build_schedule(const std::vector<UOp>& roots) {
       sched.outputs.push_back(buffer_view(buffers.at(r), shape_of(r)));
   }
   return sched;
-}
-
-// A schedule depends on the graph's structure, not on which buffers it reads: graphs are keyed
-// with their buffers renamed in order of appearance, and a cached schedule is instantiated with
-// the caller's buffers and fresh ones for everything it allocates.
-struct ScheduleCache {
-  std::mutex mutex;
-  std::unordered_map<UOp, Schedule> entries;
-  static constexpr size_t kMaxEntries = 4096;
-};
-
-ScheduleCache& schedule_cache() {
-  static ScheduleCache* cache = new ScheduleCache();
-  return *cache;
-}
-
-}  // namespace
-
-Schedule create_schedule(const std::vector<UOp>& roots) {
-  UOp sink = UOp::make(Op::SINK, dtypes::void_, roots);
-  std::vector<std::pair<UOp, UOp>> to_canonical, from_canonical;
-  for (const UOp& u : sink.toposort()) {
-    if (u.op() != Op::BUFFER) continue;
-    const BufferArg& a = u.arg_as<BufferArg>();
-    int64_t id = -static_cast<int64_t>(to_canonical.size()) - 1;
-    UOp c = UOp::make(Op::BUFFER, u.dtype(), {}, BufferArg{id, a.size, a.device});
-    to_canonical.emplace_back(u, c);
-    from_canonical.emplace_back(c, u);
-  }
-  UOp key = sink.substitute(to_canonical);
-  ScheduleCache& cache = schedule_cache();
-  Schedule canonical;
-  {
-    std::lock_guard lock(cache.mutex);
-    auto it = cache.entries.find(key);
-    if (it != cache.entries.end()) canonical = it->second;
-  }
-  if (canonical.outputs.empty() && !roots.empty()) {
-    canonical = build_schedule(key.src());
-    std::lock_guard lock(cache.mutex);
-    if (cache.entries.size() >= ScheduleCache::kMaxEntries) cache.entries.clear();
-    cache.entries.emplace(key, canonical);
-  }
-  // Instantiate: the caller's buffers for the renamed ones, fresh buffers for the rest.
-  std::unordered_map<UOp, UOp> mapping(from_canonical.begin(), from_canonical.end());
-  auto map_buffer = [&](const UOp& b) {
-    auto it = mapping.find(b);
-    if (it != mapping.end()) return it->second;
-    const BufferArg& a = b.arg_as<BufferArg>();
-    UOp fresh = buffer_node(a.device, b.dtype(), a.size);
-    mapping.emplace(b, fresh);
-    return fresh;
-  };
-  Schedule out;
-  for (const ScheduleItem& item : canonical.items) {
-    ScheduleItem inst{item.ast, {}};
-    for (const UOp& b : item.buffers) inst.buffers.push_back(map_buffer(b));
-    out.items.push_back(std::move(inst));
-  }
-  for (const UOp& o : canonical.outputs) {
-    std::vector<std::pair<UOp, UOp>> subs;
-    for (const UOp& x : o.toposort())
-      if (x.op() == Op::BUFFER) subs.emplace_back(x, map_buffer(x));
-    out.outputs.push_back(o.substitute(subs));
-  }
-  return out;
 }
 
 }  // namespace ugrad

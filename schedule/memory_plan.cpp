@@ -5,7 +5,7 @@
 #include <limits>
 #include <numeric>
 
-#include "uop/error.h"
+#include "base/error.h"
 
 namespace ugrad {
 namespace {

@@ -1,4 +1,5 @@
 # Tensor graph -> kernels.
 ugrad_component(ugrad_schedule
-  SOURCES ${CMAKE_CURRENT_LIST_DIR}/kernelize.cpp ${CMAKE_CURRENT_LIST_DIR}/index_math.cpp
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/kernelize.cpp ${CMAKE_CURRENT_LIST_DIR}/schedule_cache.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/variables.cpp ${CMAKE_CURRENT_LIST_DIR}/index_math.cpp
   DEPS ugrad_uop)

@@ -11,10 +11,12 @@
 namespace ugrad {
 
 /// One kernel: its AST (see codegen/codegen.h for the form) and the BUFFER node of each slot
-/// (slot 0 is the output).
+/// (slot 0 is the output). Or a copy between devices: `ast` is COPY(PARAM slot 1) (its arg the
+/// destination device), buffers are {destination, source}.
 struct ScheduleItem {
   UOp ast;
   std::vector<UOp> buffers;
+  bool is_copy() const { return ast.op() == Op::COPY; }
 };
 
 struct Schedule {

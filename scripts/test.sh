@@ -11,12 +11,12 @@ bash scripts/setup.sh
 jobs=$(nproc)
 
 stamp "Release build"
-bash scripts/build.sh build
+bash scripts/build.sh build -DUGRAD_WERROR=ON
 stamp "Release tests"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
 stamp "ASan+UBSan build"
-bash scripts/build.sh build-asan -DUGRAD_SANITIZE=ON -DUGRAD_BUILD_BENCH=OFF
+bash scripts/build.sh build-asan -DUGRAD_WERROR=ON -DUGRAD_SANITIZE=ON -DUGRAD_BUILD_BENCH=OFF
 stamp "ASan+UBSan tests"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE slow

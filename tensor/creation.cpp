@@ -4,10 +4,10 @@
 #include <cmath>
 #include <cstring>
 
+#include "base/float16.h"
 #include "runtime/realize.h"
 #include "tensor/tensor.h"
 #include "tensor/tensor_impl.h"
-#include "uop/float16.h"
 
 namespace ugrad {
 using namespace tensor_detail;

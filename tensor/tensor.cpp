@@ -4,11 +4,11 @@
 #include <bit>
 #include <cstring>
 
+#include "base/env.h"
+#include "base/float16.h"
 #include "runtime/realize.h"
 #include "schedule/schedule.h"
 #include "tensor/tensor_impl.h"
-#include "uop/env.h"
-#include "uop/float16.h"
 
 namespace ugrad {
 namespace tensor_detail {

@@ -5,8 +5,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/error.h"
 #include "tensor/tensor.h"
-#include "uop/error.h"
 
 namespace ugrad::tensor_detail {
 

@@ -12,9 +12,9 @@
 #include <string>
 #include <string_view>
 
-#include "llm/model/config.h"
-#include "llm/model/demo_model.h"
-#include "uop/error.h"
+#include "base/error.h"
+#include "llm/config/config.h"
+#include "llm/config/demo_model.h"
 
 namespace {
 

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <limits>
 
-#include "uop/error.h"
-#include "uop/float16.h"
+#include "base/error.h"
+#include "base/float16.h"
 
 namespace ugrad {
 

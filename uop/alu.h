@@ -8,9 +8,10 @@
 // UB: x // 0 == -1 (all ones) and x % 0 == x, as RISC-V does; INT_MIN // -1 wraps to INT_MIN and
 // INT_MIN % -1 is 0. Shift amounts are masked to the width (x << (s & (bits-1))); SHR is arithmetic
 // for signed types, logical for unsigned ones. Float ops round to the dtype: float32 in float
-// arithmetic, float16/bfloat16 rounded from float (uop/float16.h), float64 and weakfloat in double.
-// MAX of floats propagates NaN. CAST float -> int saturates at the dtype's bounds and maps NaN to 0
-// (as Rust's `as`); CAST -> bool is `!= 0` (NaN is true). index and weakint behave as int64.
+// arithmetic, float16/bfloat16 rounded from float (base/float16.h), float64 and weakfloat in
+// double. MAX of floats propagates NaN. CAST float -> int saturates at the dtype's bounds and maps
+// NaN to 0 (as Rust's `as`); CAST -> bool is `!= 0` (NaN is true). index and weakint behave as
+// int64.
 #pragma once
 #include <cstdint>
 #include <span>

@@ -43,8 +43,6 @@ enum OpFlag : uint32_t {
   X(STORE, -1, 0)     /* src0 pointer, src1 value (, gate) */                         \
   X(VECTORIZE, -1, 0) /* scalars -> vector */                                         \
   X(GEP, 1, 0)        /* vector element(s); arg: indices */                           \
-  X(UNROLL, 1, 0)     /* expander: value varies over unrolled axes */                 \
-  X(CONTRACT, 1, 0)   /* expander: unrolled axes -> vector */                         \
   X(REDUCE, -1, 0)    /* kernel reduce: src0 value, src1.. ranges; arg: the Op */     \
   X(WMMA, 3, 0)       /* tensor-core multiply-accumulate; arg: WMMA shape name */     \
   X(CUSTOM, -1, 0)    /* backend-specific intrinsic; arg: its name */                 \

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "uop/error.h"
+#include "base/error.h"
 
 namespace ugrad {
 

@@ -2,8 +2,8 @@
 // stack.
 #include <unordered_map>
 
-#include "uop/env.h"
-#include "uop/error.h"
+#include "base/env.h"
+#include "base/error.h"
 #include "uop/pattern_matcher.h"
 
 namespace ugrad {

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "uop/error.h"
+#include "base/error.h"
 #include "uop/symbolic.h"
 
 namespace ugrad {

@@ -7,8 +7,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "base/error.h"
 #include "uop/alu.h"
-#include "uop/error.h"
 
 namespace ugrad {
 

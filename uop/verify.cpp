@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "uop/env.h"
-#include "uop/error.h"
+#include "base/env.h"
+#include "base/error.h"
 
 namespace ugrad {
 namespace {

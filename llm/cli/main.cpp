@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "base/env.h"
+#include "base/error.h"
 #include "llm/cli/model_path.h"
 #include "llm/cli/options.h"
 #include "llm/models/generate.h"
@@ -12,8 +14,6 @@
 #include "llm/tokenizer/chat_template.h"
 #include "llm/tokenizer/stream_decoder.h"
 #include "runtime/device.h"
-#include "uop/env.h"
-#include "uop/error.h"
 
 using namespace ugrad;
 using namespace ugrad::llm;

@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <map>
 
-#include "uop/env.h"
-#include "uop/error.h"
+#include "base/env.h"
+#include "base/error.h"
 
 namespace ugrad::llm {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <charconv>
 
-#include "uop/error.h"
+#include "base/error.h"
 
 namespace ugrad::llm {
 namespace {

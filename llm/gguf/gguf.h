@@ -1,7 +1,7 @@
 // GGUF reader: opens a GGUF v2/v3 file (or a set of split shards) by memory-mapping it (or reading
 // it into huge-page memory, for a CPU that runs a model from it), validates
 // every field before use, and exposes metadata and tensors without copying tensor data.
-// Layout and rules: ../shared/ref/gguf-quants-qwen.md §1 and §10.
+// Layout and rules: docs/gguf.md#file-layout and docs/gguf.md#loader-rules.
 #pragma once
 #include <cstdint>
 #include <memory>

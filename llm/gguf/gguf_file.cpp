@@ -2,10 +2,10 @@
 
 #include <filesystem>
 
+#include "base/error.h"
 #include "llm/gguf/mapped_file.h"
 #include "llm/gguf/parse.h"
 #include "llm/gguf/split.h"
-#include "uop/error.h"
 
 namespace ugrad::llm {
 namespace {

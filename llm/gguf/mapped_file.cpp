@@ -10,7 +10,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "uop/error.h"
+#include "base/error.h"
 
 namespace ugrad::llm {
 namespace {

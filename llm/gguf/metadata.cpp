@@ -1,8 +1,8 @@
 // GgufFile's metadata lookups and typed getters.
 #include <utility>
 
+#include "base/error.h"
 #include "llm/gguf/gguf.h"
-#include "uop/error.h"
 
 namespace ugrad::llm {
 namespace {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <unordered_set>
 
-#include "uop/error.h"
+#include "base/error.h"
 
 namespace ugrad::llm {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "uop/error.h"
+#include "base/error.h"
 
 namespace ugrad::llm {
 namespace {

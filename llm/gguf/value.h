@@ -1,5 +1,5 @@
-// GGUF metadata values: the thirteen value types of the format (§1.2 of the GGUF reference) and a
-// value that can hold any of them, arrays (of scalars, strings or nested arrays) included.
+// GGUF metadata values: the thirteen value types of the format (docs/gguf.md#metadata-value-types)
+// and a value that can hold any of them, arrays (of scalars, strings or nested arrays) included.
 // Values read from a file borrow their strings and array payloads from the file's mapping.
 #pragma once
 #include <bit>

@@ -6,8 +6,8 @@
 #include <functional>
 #include <memory>
 
+#include "base/error.h"
 #include "llm/gguf/split.h"
-#include "uop/error.h"
 
 namespace ugrad::llm {
 namespace {

@@ -10,8 +10,8 @@
 #include <span>
 #include <string>
 
+#include "llm/config/config.h"
 #include "llm/gguf/gguf.h"
-#include "llm/model/config.h"
 #include "llm/models/layers.h"
 #include "llm/models/model.h"
 #include "runtime/jit.h"

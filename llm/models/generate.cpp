@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "uop/error.h"
+#include "base/error.h"
 
 namespace ugrad::llm {
 

@@ -1,6 +1,6 @@
 #include "llm/models/gguf_vocab.h"
 
-#include "uop/error.h"
+#include "base/error.h"
 
 namespace ugrad::llm {
 

@@ -2,10 +2,10 @@
 
 #include <cmath>
 
+#include "base/error.h"
 #include "llm/models/model.h"
 #include "llm/quant/dequantize.h"
 #include "llm/quant/lazy_dequant.h"
-#include "uop/error.h"
 
 namespace ugrad::llm {
 

@@ -1,8 +1,8 @@
 #include "llm/models/model.h"
 
+#include "base/error.h"
 #include "llm/models/qwen3.h"
 #include "llm/models/qwen35.h"
-#include "uop/error.h"
 
 namespace ugrad::llm {
 

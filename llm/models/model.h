@@ -7,8 +7,8 @@
 #include <span>
 #include <string>
 
+#include "llm/config/config.h"
 #include "llm/gguf/gguf.h"
-#include "llm/model/config.h"
 #include "tensor/tensor.h"
 
 namespace ugrad::llm {

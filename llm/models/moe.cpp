@@ -2,8 +2,8 @@
 
 #include <vector>
 
+#include "base/error.h"
 #include "llm/models/layers.h"
-#include "uop/error.h"
 
 namespace ugrad::llm {
 

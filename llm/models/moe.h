@@ -1,18 +1,17 @@
-// The mixture-of-experts FFN of qwen3moe and qwen35moe on the tensor API
-// (../shared/ref/gguf-quants-qwen.md §6.6): a router picks the top-k experts of each token with
-// renormalised softmax weights, each chosen expert is a SwiGLU FFN, and qwen35moe adds a shared
-// expert scaled by a sigmoid gate:
+// The mixture-of-experts FFN of qwen3moe and qwen35moe on the tensor API (docs/qwen.md#moe-ffn): a
+// router picks the top-k experts of each token with renormalised softmax weights, each chosen
+// expert is a SwiGLU FFN, and qwen35moe adds a shared expert scaled by a sigmoid gate:
 //   p = softmax(W_router h);  S = top-k of p (ties: the lower expert id);  w_e = p_e / Σ_S p
 //   y = Σ_{e in S} w_e down_e(silu(gate_e h) * up_e h)  [+ sigmoid(w_shgate · h) down_sh(...)]
 // The experts are selected per (token, slot) with index_select on the expert axis of the lazy
-// dequantized weights; the code generator turns that into direct loads (codegen/gather_load.h), so
-// a kernel reads only the chosen experts' quantized bytes.
+// dequantized weights; the code generator turns that into direct loads
+// (codegen/lower/gather_load.h), so a kernel reads only the chosen experts' quantized bytes.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
 
-#include "llm/model/config.h"
+#include "llm/config/config.h"
 #include "llm/models/linear.h"
 #include "tensor/tensor.h"
 

@@ -1,6 +1,6 @@
 #include "llm/models/qwen3.h"
 
-#include "uop/error.h"
+#include "base/error.h"
 
 namespace ugrad::llm {
 

@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "base/error.h"
 #include "runtime/jit.h"
-#include "uop/error.h"
 
 namespace ugrad::llm {
 
@@ -55,8 +55,9 @@ Tensor index_mask(int64_t n, Pred pred, const std::string& device) {
   return Tensor::from_vector(m, {n, n}, dtypes::float32, device);
 }
 
-// The rows of a chunk at once in the WY form of §6.4 (HF's chunk_gated_delta_rule), per head
-// with S = M^T, G = cumsum(log decay), D[i][j] = exp(G_i - G_j) for j <= i, else 0:
+// The rows of a chunk at once in the WY form of docs/qwen.md#chunked-delta-rule (HF's
+// chunk_gated_delta_rule), per head with S = M^T, G = cumsum(log decay), D[i][j] = exp(G_i - G_j)
+// for j <= i, else 0:
 //   A = strictly_lower((beta k_i . k_j) D),  T = (I + A)^-1,  U = T (beta v),
 //   W = T (beta k exp(G)),  V' = U - W S,  out = (q exp(G)) S + ((q_i . k_j) D) V',
 //   S <- exp(G_last) S + (k exp(G_last - G))^T V'.
@@ -209,7 +210,8 @@ Tensor Qwen35Model::attention(Attention& l, const Tensor& h, const Tensor& cos, 
   return l.wo((out * gate.sigmoid()).contiguous());
 }
 
-// Gated DeltaNet (§6.4) over the chunk's rows; padded rows get beta = 0 and decay = 1.
+// Gated DeltaNet (docs/qwen.md#gated-deltanet) over the chunk's rows; padded rows get beta = 0
+// and decay = 1.
 Tensor Qwen35Model::delta_net(DeltaNet& l, const Tensor& h, const Chunk& chunk) {
   const HybridConfig& hc = *config_.hybrid;
   const int64_t n = chunk.rows, taps = hc.conv_kernel, cd = hc.conv_dim(), kd = hc.key_dim(),
@@ -235,7 +237,8 @@ Tensor Qwen35Model::delta_net(DeltaNet& l, const Tensor& h, const Chunk& chunk) 
   auto heads = [&](int64_t lo, int64_t count, int64_t d) {
     return c.shrink({{0, n}, {lo, lo + count * d}}).reshape({n, count, d});
   };
-  // Value head j reads key head j mod H_k (the tiled order of qwen35 GGUFs, §6.3 note 3).
+  // Value head j reads key head j mod H_k (the tiled order of qwen35 GGUFs,
+  // docs/qwen.md#converter-transformations).
   const int64_t tiles = hv / hk;
   Tensor q = (l2_norm(heads(0, hk, dk), eps) * (1.0 / std::sqrt(static_cast<double>(dk))))
                  .repeat({1, tiles, 1});

@@ -1,10 +1,10 @@
-// Qwen3.5 / 3.6 hybrid (`general.architecture = qwen35`) written against the tensor API
-// and `qwen35moe` (../shared/ref/gguf-quants-qwen.md §6.3-6.4, §6.6). Gated DeltaNet layers: causal
-// depthwise conv over a carried conv state, L2-normalised q/k, the gated delta rule on a float32
-// recurrent state, gated RMSNorm with SiLU(z). Every `full_attention_interval`-th layer is gated
-// full attention: per-head [q | gate] projection, q/k RMSNorm, NEOX RoPE on the first n_rot dims,
-// sigmoid output gate. Dense SwiGLU FFN, or the MoE FFN for `qwen35moe` (llm/models/moe.h). Prefill
-// chunks are padded to kMaxChunk rows; padded rows leave every state exactly as it was.
+// Qwen3.5 / 3.6 hybrid (`general.architecture = qwen35`) written against the tensor API and
+// `qwen35moe` (docs/qwen.md: #qwen35-tensors, #gated-deltanet, #moe-ffn). Gated DeltaNet layers:
+// causal depthwise conv over a carried conv state, L2-normalised q/k, the gated delta rule on a
+// float32 recurrent state, gated RMSNorm with SiLU(z). Every `full_attention_interval`-th layer is
+// gated full attention: per-head [q | gate] projection, q/k RMSNorm, NEOX RoPE on the first n_rot
+// dims, sigmoid output gate. Dense SwiGLU FFN, or the MoE FFN for `qwen35moe` (llm/models/moe.h).
+// Prefill chunks are padded to kMaxChunk rows; padded rows leave every state exactly as it was.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -13,15 +13,15 @@
 #include <string>
 #include <vector>
 
+#include "llm/config/config.h"
 #include "llm/gguf/gguf.h"
-#include "llm/model/config.h"
 #include "llm/models/chunked_model.h"
 #include "runtime/jit.h"
 #include "tensor/tensor.h"
 
 namespace ugrad::llm {
 
-/// The gated delta rule (§6.4) over the rows of a chunk, per value head:
+/// The gated delta rule (docs/qwen.md#gated-deltanet) over the rows of a chunk, per value head:
 ///   M <- decay M;  u = M k;  M <- M + beta (v - u) (x) k;  out = M q
 /// row after row, with decay = exp(log_decay). `state` is M for every head, (heads, d_v, d_k)
 /// float32, a realized buffer: read, then overwritten with the state after the last row. q and

@@ -10,9 +10,9 @@
 #include <numeric>
 #include <tuple>
 
+#include "base/error.h"
 #include "runtime/realize.h"
 #include "tensor/jit.h"
-#include "uop/error.h"
 
 namespace ugrad::llm {
 namespace {

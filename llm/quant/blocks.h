@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "base/float16.h"
 #include "llm/quant/formats.h"
-#include "uop/float16.h"
 
 namespace ugrad::llm {
 

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
+#include "base/error.h"
 #include "llm/quant/kernels_impl.h"
-#include "uop/error.h"
 
 namespace ugrad::llm {
 namespace {

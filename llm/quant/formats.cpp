@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "uop/error.h"
+#include "base/error.h"
 
 namespace ugrad::llm {
 namespace {

@@ -1,6 +1,6 @@
 #include "llm/quant/int8_rows.h"
 
-#include "uop/error.h"
+#include "base/error.h"
 
 namespace ugrad::llm {
 namespace {

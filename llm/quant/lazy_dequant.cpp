@@ -3,9 +3,9 @@
 #include <functional>
 #include <map>
 
+#include "base/error.h"
 #include "llm/quant/blocks.h"
 #include "llm/quant/iq4_tables.h"
-#include "uop/error.h"
 
 namespace ugrad::llm {
 namespace {

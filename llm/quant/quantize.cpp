@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/error.h"
 #include "llm/quant/kernels_impl.h"
-#include "uop/error.h"
 
 namespace ugrad::llm {
 namespace {

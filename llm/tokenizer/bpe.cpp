@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <mutex>
 
+#include "base/error.h"
 #include "llm/tokenizer/byte_unicode.h"
 #include "llm/tokenizer/utf8.h"
-#include "uop/error.h"
 
 namespace ugrad::llm {
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <optional>
 
+#include "base/error.h"
 #include "llm/tokenizer/utf8.h"
-#include "uop/error.h"
 
 namespace ugrad::llm {
 

@@ -3,7 +3,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
-#include "uop/error.h"
+#include "base/error.h"
 
 namespace ugrad::llm {
 

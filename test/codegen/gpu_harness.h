@@ -5,7 +5,7 @@
 #include <string>
 
 #include "codegen/codegen.h"
-#include "runtime/amd_compile.h"
+#include "runtime/amd/amd_compile.h"
 
 namespace ugrad::test {
 

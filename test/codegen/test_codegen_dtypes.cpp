@@ -5,10 +5,10 @@
 #include <cstring>
 #include <limits>
 
+#include "base/float16.h"
 #include "kernel_harness.h"
 #include "runtime/llvm_compile.h"
 #include "runtime/llvm_target.h"
-#include "uop/float16.h"
 
 using namespace ugrad;
 using namespace ugrad::test;

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <numeric>
 
+#include "base/env.h"
+#include "base/error.h"
 #include "kernel_harness.h"
-#include "uop/env.h"
-#include "uop/error.h"
 
 using namespace ugrad;
 using namespace ugrad::test;

@@ -1,5 +1,5 @@
-// Gathers as direct loads (codegen/gather_load.h): gather, index_select and embedding through the
-// Tensor API against naive host loops, hand-built one-hot sums against the same loops, and the
+// Gathers as direct loads (codegen/lower/gather_load.h): gather, index_select and embedding through
+// the Tensor API against naive host loops, hand-built one-hot sums against the same loops, and the
 // structure of the rewritten kernels (no loop over the gathered axis).
 #include <doctest/doctest.h>
 
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/gather_load.h"
+#include "codegen/lower/gather_load.h"
 #include "kernel_harness.h"
 #include "schedule/schedule.h"
 #include "tensor/tensor.h"

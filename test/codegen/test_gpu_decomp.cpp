@@ -6,7 +6,7 @@
 #include <functional>
 #include <limits>
 
-#include "codegen/gpu_decomp.h"
+#include "codegen/lower/gpu_decomp.h"
 #include "kernel_harness.h"
 
 using namespace ugrad;

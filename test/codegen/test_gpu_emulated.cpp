@@ -8,15 +8,15 @@
 #include <cstring>
 #include <random>
 
+#include "base/env.h"
+#include "base/float16.h"
 #include "codegen/kernel_builder.h"
 #include "gpu_harness.h"
 #include "kernel_harness.h"
-#include "runtime/amd_kernargs.h"
-#include "runtime/hip_device.h"
+#include "runtime/amd/amd_kernargs.h"
+#include "runtime/amd/hip_device.h"
 #include "runtime/llvm_disasm.h"
 #include "test/mockgpu/mock_device.h"
-#include "uop/env.h"
-#include "uop/float16.h"
 
 using namespace ugrad;
 using namespace ugrad::test;

@@ -2,10 +2,10 @@
 // barrier, a WMMA tile and dot4 ops, compiled for gfx1100 (and for the CPU where it applies).
 #include <doctest/doctest.h>
 
+#include "base/error.h"
 #include "codegen/kernel_builder.h"
 #include "gpu_harness.h"
 #include "kernel_harness.h"
-#include "uop/error.h"
 
 using namespace ugrad;
 using namespace ugrad::test;

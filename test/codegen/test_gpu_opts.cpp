@@ -2,10 +2,10 @@
 // the heuristic or forced, checked in the IR, the code object metadata and the ISA.
 #include <doctest/doctest.h>
 
-#include "codegen/gpu_opts.h"
+#include "base/error.h"
+#include "codegen/opt/gpu_opts.h"
 #include "gpu_harness.h"
 #include "kernel_harness.h"
-#include "uop/error.h"
 
 using namespace ugrad;
 using namespace ugrad::test;

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "codegen/lane_permute.h"
+#include "codegen/lower/lane_permute.h"
 #include "kernel_harness.h"
 
 using namespace ugrad;

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "codegen/lane_reduce.h"
+#include "codegen/opt/lane_reduce.h"
 #include "kernel_harness.h"
 
 using namespace ugrad;

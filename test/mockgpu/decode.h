@@ -1,5 +1,5 @@
 // gfx11 instruction decoding: the encoding of an instruction word, its length (literal, VOPD,
-// 64-bit formats) and its bit fields, by our own bit-field rules (rdna3-emulator.md §2). Opcode
+// 64-bit formats) and its bit fields, by our own bit-field rules (docs/rdna3.md#encodings). Opcode
 // names come from opcode_table.inc, which gen_opcodes.cpp generates from LLVM's disassembler.
 #pragma once
 #include <cstddef>

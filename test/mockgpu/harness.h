@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "test/mockgpu/emu.h"
 #include "test/mockgpu/launch.h"
-#include "uop/error.h"
 
 namespace ugrad::mockgpu::test {
 

@@ -5,7 +5,7 @@
 #include <xmmintrin.h>
 #include <algorithm>
 
-#include "uop/error.h"
+#include "base/error.h"
 
 namespace ugrad::mockgpu {
 

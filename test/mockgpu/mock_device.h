@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
-#include "runtime/hip_device.h"
-#include "uop/env.h"
+#include "base/env.h"
+#include "runtime/amd/hip_device.h"
 
 namespace ugrad::test {
 

@@ -1,4 +1,4 @@
-// libmockhip.so: the HIP runtime API that ugrad dlopens (runtime/hip_min.h's function table),
+// libmockhip.so: the HIP runtime API that ugrad dlopens (runtime/amd/hip_min.h's function table),
 // backed by the gfx1100 emulator. One device (gfx1100, wave32); device pointers are host
 // pointers into allocations this library owns; streams execute synchronously in order; events
 // are host timestamps. Emulator errors become hipErrorLaunchFailure, and hipGetErrorString of
@@ -13,10 +13,10 @@
 #include <string>
 #include <unordered_map>
 
-#include "runtime/amd_code_object.h"
-#include "runtime/hip_min.h"
+#include "base/error.h"
+#include "runtime/amd/amd_code_object.h"
+#include "runtime/amd/hip_min.h"
 #include "test/mockgpu/launch.h"
-#include "uop/error.h"
 
 using namespace ugrad::hip;
 namespace mg = ugrad::mockgpu;

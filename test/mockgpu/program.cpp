@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <set>
 
+#include "base/error.h"
 #include "test/mockgpu/emu.h"
-#include "uop/error.h"
 
 namespace ugrad::mockgpu {
 

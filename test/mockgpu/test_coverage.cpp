@@ -15,15 +15,15 @@
 #include <set>
 #include <sstream>
 
-#include "runtime/amd_compile.h"
-#include "runtime/amd_kernargs.h"
-#include "runtime/hip_device.h"
+#include "base/env.h"
+#include "base/error.h"
+#include "runtime/amd/amd_compile.h"
+#include "runtime/amd/amd_kernargs.h"
+#include "runtime/amd/hip_device.h"
 #include "runtime/llvm_disasm.h"
 #include "runtime/llvm_target.h"
 #include "test/mockgpu/emu.h"
 #include "test/runtime/test_llvm_kernels.h"
-#include "uop/env.h"
-#include "uop/error.h"
 
 using namespace ugrad;
 namespace tk = ugrad::test_kernels;

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <limits>
 
+#include "base/float16.h"
 #include "test/mockgpu/harness.h"
-#include "uop/float16.h"
 
 using namespace ugrad::mockgpu;
 using namespace ugrad::mockgpu::test;

@@ -8,15 +8,15 @@
 #include <cstring>
 #include <random>
 
-#include "runtime/amd_compile.h"
-#include "runtime/amd_kernargs.h"
-#include "runtime/hip_device.h"
+#include "base/env.h"
+#include "base/error.h"
+#include "base/float16.h"
+#include "runtime/amd/amd_compile.h"
+#include "runtime/amd/amd_kernargs.h"
+#include "runtime/amd/hip_device.h"
 #include "runtime/llvm_target.h"
 #include "test/mockgpu/mock_device.h"
 #include "test/runtime/test_llvm_kernels.h"
-#include "uop/env.h"
-#include "uop/error.h"
-#include "uop/float16.h"
 
 using namespace ugrad;
 namespace tk = ugrad::test_kernels;

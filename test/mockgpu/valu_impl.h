@@ -8,7 +8,7 @@
 #include <cmath>
 #include <deque>
 #include <limits>
-#include "uop/float16.h"
+#include "base/float16.h"
 
 #include "test/mockgpu/emu.h"
 

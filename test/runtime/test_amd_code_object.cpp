@@ -12,12 +12,12 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/amd_compile.h"
-#include "runtime/amd_kernargs.h"
+#include "base/env.h"
+#include "base/error.h"
+#include "runtime/amd/amd_compile.h"
+#include "runtime/amd/amd_kernargs.h"
 #include "runtime/llvm_disasm.h"
 #include "test/runtime/test_llvm_kernels.h"
-#include "uop/env.h"
-#include "uop/error.h"
 
 using namespace ugrad;
 namespace tk = ugrad::test_kernels;

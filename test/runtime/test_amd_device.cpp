@@ -11,18 +11,18 @@
 #include <filesystem>
 #include <functional>
 
+#include "base/env.h"
+#include "base/error.h"
 #include "codegen/codegen.h"
-#include "runtime/amd_device.h"
-#include "runtime/amd_program.h"
+#include "runtime/amd/amd_device.h"
+#include "runtime/amd/amd_program.h"
+#include "runtime/amd/null_amd_device.h"
 #include "runtime/device.h"
 #include "runtime/jit.h"
 #include "runtime/launch_dims.h"
 #include "runtime/llvm_target.h"
-#include "runtime/null_amd_device.h"
 #include "runtime/realize.h"
 #include "test/graph_helpers.h"
-#include "uop/env.h"
-#include "uop/error.h"
 
 using namespace ugrad;
 using namespace ugrad::test;

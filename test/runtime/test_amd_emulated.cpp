@@ -8,12 +8,12 @@
 #include <functional>
 #include <random>
 
+#include "base/env.h"
+#include "base/error.h"
 #include "runtime/device.h"
 #include "runtime/jit.h"
 #include "runtime/realize.h"
 #include "test/graph_helpers.h"
-#include "uop/env.h"
-#include "uop/error.h"
 
 using namespace ugrad;
 using namespace ugrad::test;
@@ -246,4 +246,82 @@ TEST_CASE("JIT on DEV=AMD: replays rerun the captured launches with new inputs a
   }
   CHECK(jit.captured_kernels() >= 1);
   CHECK(jit_stats().compiles == compiles);  // replays compile nothing
+}
+
+namespace {
+
+UOp copy_to(const UOp& x, const std::string& device) {
+  return UOp::make(Op::COPY, x.dtype(), {x}, device);
+}
+
+std::vector<float> read_back(const UOp& realized) {
+  UOp b = realized_buffer(realized);
+  std::vector<float> v(b.arg_as<BufferArg>().size);
+  copy_out(b, std::as_writable_bytes(std::span(v)));
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("COPY between CPU and AMD: computed on the CPU, doubled on the GPU, read on the CPU") {
+  emulated_amd();
+  UOp x = input({4, 8});
+  std::vector<float> vx = random_values(32, 7);
+  copy_in(realized_buffer(x), std::as_bytes(std::span(vx)));
+  // (x + 1) on the CPU, its transpose times 2 on the GPU, back to the CPU
+  UOp on_gpu = permute(copy_to(x + full(1, {4, 8}), "AMD"), {1, 0});
+  UOp back = copy_to(on_gpu * full(2, {8, 4}), "CPU");
+  Schedule s = create_schedule({back});
+  // x + 1 (CPU), copy, 2 * transpose (AMD), copy
+  REQUIRE(s.items.size() == 4);
+  CHECK(!s.items[0].is_copy());
+  CHECK(s.items[0].buffers[0].arg_as<BufferArg>().device == "CPU");
+  CHECK(s.items[1].is_copy());
+  CHECK(s.items[2].buffers[0].arg_as<BufferArg>().device == "AMD");
+  CHECK(s.items[3].is_copy());
+  CHECK(s.items[3].buffers[0].arg_as<BufferArg>().device == "CPU");
+  std::vector<UOp> out = realize(std::vector<UOp>{back});
+  CHECK(realized_buffer(out[0]).arg_as<BufferArg>().device == "CPU");
+  std::vector<float> got = read_back(out[0]);
+  REQUIRE(got.size() == 32);
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 4; ++j) CHECK(got[i * 4 + j] == (vx[j * 8 + i] + 1) * 2);
+}
+
+TEST_CASE("COPY of a realized buffer is one copy and no kernel, between GPU buffers too") {
+  emulated_amd();
+  UOp x = input({16}, dtypes::float32, "AMD");
+  std::vector<float> vx = random_values(16, 8);
+  copy_in(realized_buffer(x), std::as_bytes(std::span(vx)));
+  Schedule s = create_schedule({copy_to(x, "CPU")});
+  REQUIRE(s.items.size() == 1);
+  CHECK(s.items[0].is_copy());
+  CHECK(read_back(realize(std::vector<UOp>{copy_to(x, "CPU")})[0]) == vx);
+  CHECK(read_back(realize(std::vector<UOp>{copy_to(x, "AMD")})[0]) ==
+        vx);  // device to device, staged
+}
+
+TEST_CASE("JIT with COPY on DEV=AMD: replays copy the new inputs in and the result out") {
+  emulated_amd();
+  GraphJit jit(
+      [](const std::vector<UOp>& in, const VarVals&) {
+        UOp squared = copy_to(in[0], "AMD") * copy_to(in[0], "AMD");
+        return std::vector<UOp>{copy_to(reduce(squared, Op::ADD, {0}), "CPU")};
+      },
+      "copy_jit");
+  int64_t compiles = 0;
+  for (int64_t call = 0; call < 4; ++call) {
+    INFO("call ", call);
+    std::vector<float> v = random_values(64, 300 + call);
+    UOp x = input({64});
+    copy_in(realized_buffer(x), std::as_bytes(std::span(v)));
+    if (call == 2) compiles = jit_stats().compiles;
+    std::vector<UOp> out = jit({x}, {});
+    double want = 0;
+    for (float f : v) want += double(f) * f;
+    std::vector<float> got = read_back(out[0]);
+    CHECK(realized_buffer(out[0]).arg_as<BufferArg>().device == "CPU");
+    CHECK(got[0] == doctest::Approx(want).epsilon(1e-5));
+  }
+  CHECK(jit_stats().compiles == compiles);
 }

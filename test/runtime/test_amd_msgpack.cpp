@@ -3,8 +3,8 @@
 
 #include <vector>
 
-#include "runtime/amd_msgpack.h"
-#include "uop/error.h"
+#include "base/error.h"
+#include "runtime/amd/amd_msgpack.h"
 
 using namespace ugrad;
 

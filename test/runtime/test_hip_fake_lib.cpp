@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/hip_min.h"
+#include "runtime/amd/hip_min.h"
 
 using namespace ugrad::hip;
 

@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "runtime/amd_compile.h"
-#include "runtime/amd_kernargs.h"
-#include "runtime/hip_api.h"
-#include "runtime/hip_device.h"
+#include "base/env.h"
+#include "base/error.h"
+#include "runtime/amd/amd_compile.h"
+#include "runtime/amd/amd_kernargs.h"
+#include "runtime/amd/hip_api.h"
+#include "runtime/amd/hip_device.h"
 #include "test/runtime/test_llvm_kernels.h"
-#include "uop/env.h"
-#include "uop/error.h"
 
 using namespace ugrad;
 

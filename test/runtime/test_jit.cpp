@@ -4,13 +4,13 @@
 
 #include <random>
 
+#include "base/env.h"
+#include "base/error.h"
 #include "runtime/jit.h"
 #include "runtime/program_cache.h"
 #include "runtime/realize.h"
 #include "test/capture_stderr.h"
 #include "test/graph_helpers.h"
-#include "uop/env.h"
-#include "uop/error.h"
 
 using namespace ugrad;
 using namespace ugrad::test;

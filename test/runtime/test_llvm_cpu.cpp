@@ -9,11 +9,11 @@
 #include <thread>
 #include <vector>
 
+#include "base/env.h"
+#include "base/error.h"
 #include "runtime/cpu_jit.h"
 #include "runtime/llvm_compile.h"
 #include "test/runtime/test_llvm_kernels.h"
-#include "uop/env.h"
-#include "uop/error.h"
 
 using namespace ugrad;
 namespace tk = ugrad::test_kernels;

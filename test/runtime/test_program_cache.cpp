@@ -8,10 +8,10 @@
 #include <optional>
 #include <thread>
 
+#include "base/env.h"
+#include "base/error.h"
 #include "runtime/program_cache.h"
 #include "test/capture_stderr.h"
-#include "uop/env.h"
-#include "uop/error.h"
 
 using namespace ugrad;
 namespace fs = std::filesystem;

@@ -5,11 +5,12 @@
 #include <numeric>
 #include <random>
 
+#include "base/env.h"
+#include "base/error.h"
+#include "codegen/codegen.h"
 #include "runtime/realize.h"
 #include "schedule/schedule.h"
 #include "test/graph_helpers.h"
-#include "uop/env.h"
-#include "uop/error.h"
 
 using namespace ugrad;
 using namespace ugrad::test;
@@ -144,12 +145,12 @@ TEST_CASE("DEBUG=2's work estimate of a symbolic-length kernel uses the bound le
   UOp s = reduce(UOp::make(Op::SHRINK, x.dtype(), {x, dim(0), t}), Op::ADD, {0});
   Schedule sched = create_schedule({s});
   REQUIRE(sched.items.size() == 1);
-  const UOp estimate = estimate_flops(sched.items[0].ast);
+  const UOp estimate = codegen(sched.items[0].ast, cpu_codegen_target()).flops;
   CHECK(launch_estimate(estimate, {{"T", 7}}) == 7);  // one add per element summed
   CHECK(launch_estimate(estimate, {{"T", 32}}) == 32);
   CHECK(launch_estimate(estimate, {}) == 32);  // unbound: its maximum
   // bytes: the T floats summed and the one written
-  const UOp bytes = estimate_bytes(sched.items[0].ast);
+  const UOp bytes = codegen(sched.items[0].ast, cpu_codegen_target()).bytes;
   CHECK(launch_estimate(bytes, {{"T", 7}}) == 7 * 4 + 4);
   CHECK(launch_estimate(bytes, {}) == 32 * 4 + 4);
 }
@@ -179,11 +180,12 @@ TEST_CASE("DEBUG=2's memory estimate counts the elements a kernel reaches, not w
   UOp target = mop(Op::SHRINK, cache, {5, 0, 6, 4});  // row 5
   Schedule sched = create_schedule({UOp::make(Op::ASSIGN, cache.dtype(), {target, row})});
   REQUIRE(sched.items.size() == 1);
-  CHECK(launch_estimate(estimate_bytes(sched.items[0].ast), {}) == 16 + 16);
+  CHECK(launch_estimate(codegen(sched.items[0].ast, cpu_codegen_target()).bytes, {}) == 16 + 16);
   // A sum over both axes of the cache reads all of it once, whatever its loop order.
   Schedule all = create_schedule({reduce(cache, Op::ADD, {0, 1})});
   REQUIRE(all.items.size() == 1);
-  CHECK(launch_estimate(estimate_bytes(all.items[0].ast), {}) == 64 * 4 * 4 + 4);
+  CHECK(launch_estimate(codegen(all.items[0].ast, cpu_codegen_target()).bytes, {}) ==
+        64 * 4 * 4 + 4);
 }
 
 TEST_CASE("assign into a slice of a realized buffer") {

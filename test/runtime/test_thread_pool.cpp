@@ -11,9 +11,9 @@
 #include <thread>
 #include <vector>
 
+#include "base/env.h"
+#include "base/error.h"
 #include "runtime/thread_pool.h"
-#include "uop/env.h"
-#include "uop/error.h"
 
 using namespace ugrad;
 

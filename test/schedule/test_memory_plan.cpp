@@ -5,8 +5,8 @@
 #include <random>
 #include <vector>
 
+#include "base/error.h"
 #include "schedule/memory_plan.h"
-#include "uop/error.h"
 
 using namespace ugrad;
 

@@ -1,8 +1,8 @@
 #include <doctest/doctest.h>
 
+#include "base/error.h"
 #include "schedule/schedule.h"
 #include "test/graph_helpers.h"
-#include "uop/error.h"
 
 using namespace ugrad;
 

@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "base/float16.h"
 #include "op_case_builder.h"
-#include "uop/float16.h"
 
 using namespace ugrad;
 

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "base/float16.h"
 #include "op_case_builder.h"
-#include "uop/float16.h"
 
 namespace optable {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "uop/float16.h"
+#include "base/float16.h"
 
 using namespace ugrad;
 

@@ -2,8 +2,8 @@
 // here runs a kernel.
 #include <doctest/doctest.h>
 
+#include "base/error.h"
 #include "tensor/tensor.h"
-#include "uop/error.h"
 
 using namespace ugrad;
 

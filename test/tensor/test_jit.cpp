@@ -4,8 +4,8 @@
 
 #include <cmath>
 
+#include "base/error.h"
 #include "tensor/jit.h"
-#include "uop/error.h"
 
 using namespace ugrad;
 

@@ -4,8 +4,8 @@
 
 #include <numeric>
 
+#include "base/error.h"
 #include "tensor/tensor.h"
-#include "uop/error.h"
 
 using namespace ugrad;
 

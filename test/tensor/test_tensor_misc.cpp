@@ -5,8 +5,8 @@
 #include <memory>
 #include <span>
 
+#include "base/error.h"
 #include "tensor/tensor.h"
-#include "uop/error.h"
 
 using namespace ugrad;
 

@@ -6,9 +6,9 @@
 #include <limits>
 #include <vector>
 
+#include "base/error.h"
+#include "base/float16.h"
 #include "uop/alu.h"
-#include "uop/error.h"
-#include "uop/float16.h"
 
 using namespace ugrad;
 

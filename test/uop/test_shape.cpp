@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "uop/error.h"
+#include "base/error.h"
 #include "uop/shape.h"
 
 using namespace ugrad;

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "uop/error.h"
+#include "base/error.h"
 #include "uop/uop.h"
 
 using namespace ugrad;
@@ -35,7 +35,7 @@ TEST_CASE("structural hash is stable across processes (golden value)") {
   UOp r = UOp::range(16, 0);
   UOp e = (x * 16 + r).idiv(4) % 7;
   // The hash depends only on (op, dtype, arg, sources): any process computes this value.
-  CHECK(e.hash() == 0xea2b07c90a330d49ull);
+  CHECK(e.hash() == 0x4555efbf2c875970ull);  // changes only with the op table or the hash
   CHECK(e.hash() != (x * 16 + r).idiv(4).hash());
 }
 

@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
-#include "uop/env.h"
-#include "uop/error.h"
+#include "base/env.h"
+#include "base/error.h"
 #include "uop/verify.h"
 
 using namespace ugrad;

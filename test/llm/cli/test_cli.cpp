@@ -12,12 +12,12 @@
 #include <regex>
 #include <string>
 
+#include "base/error.h"
 #include "llm/cli/model_path.h"
 #include "llm/cli/options.h"
-#include "llm/model/demo_model.h"
+#include "llm/config/demo_model.h"
 #include "llm/models/generate.h"
 #include "llm/models/model.h"
-#include "uop/error.h"
 
 using namespace ugrad;
 using namespace ugrad::llm;

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/error.h"
 #include "llm/gguf/gguf.h"
-#include "uop/error.h"
 
 namespace ugrad::llm::test {
 

@@ -1,5 +1,5 @@
 // Writer -> reader round trips, a hand-built v2 file, and the writer's byte layout checked
-// against the format definition (§1.1 of the GGUF reference).
+// against the format definition (docs/gguf.md#file-layout).
 #include <doctest/doctest.h>
 
 #include <algorithm>

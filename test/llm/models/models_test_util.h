@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "llm/model/demo_model.h"
+#include "llm/config/demo_model.h"
 #include "llm/models/generate.h"
 
 namespace ugrad::llm::test {

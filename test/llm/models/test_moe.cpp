@@ -1,5 +1,5 @@
-// moe_ffn (llm/models/moe.h) against a naive host MoE FFN in double over the reference
-// dequantizers (§6.6), on the experts of small qwen3moe / qwen35moe demo GGUFs in F32, Q8_0 and
+// moe_ffn (llm/models/moe.h) against a naive host MoE FFN in double over the reference dequantizers
+// (docs/qwen.md#moe-ffn), on the experts of small qwen3moe / qwen35moe demo GGUFs in F32, Q8_0 and
 // Q4_K: one row and 32 rows, with and without the shared expert, and routers with tied logits.
 #include <doctest/doctest.h>
 
@@ -9,14 +9,14 @@
 #include <numeric>
 #include <vector>
 
-#include "codegen/gather_load.h"
-#include "llm/model/demo_model.h"
+#include "base/error.h"
+#include "codegen/lower/gather_load.h"
+#include "llm/config/demo_model.h"
 #include "llm/models/moe.h"
 #include "llm/quant/dequantize.h"
 #include "schedule/schedule.h"
 #include "test/llm/models/models_test_util.h"
 #include "test/llm/reference/reference_math.h"
-#include "uop/error.h"
 
 using namespace ugrad;
 using namespace ugrad::llm;
@@ -85,7 +85,8 @@ void add_swiglu(const float* gate, const float* up, const float* down, int64_t f
   for (uint32_t d = 0; d < kDim; ++d) out[d] += scale * dot(down + d * ffn, act.data(), ffn);
 }
 
-// §6.6 for one token: softmax over all experts, the top k (ties: lower id), weights renormalised.
+// docs/qwen.md#moe-ffn for one token: softmax over all experts, the top k (ties: lower id), weights
+// renormalised.
 std::vector<double> host_moe(const HostMoe& m, const std::vector<double>& x) {
   std::vector<double> p(kExperts), out(kDim, 0.0);
   for (uint32_t e = 0; e < kExperts; ++e) p[e] = dot(m.router.data() + e * kDim, x.data(), kDim);

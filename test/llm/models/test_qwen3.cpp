@@ -5,7 +5,8 @@
 #include <cmath>
 #include <filesystem>
 
-#include "llm/model/demo_model.h"
+#include "base/error.h"
+#include "llm/config/demo_model.h"
 #include "llm/models/generate.h"
 #include "llm/models/model.h"
 #include "llm/models/qwen3.h"
@@ -14,7 +15,6 @@
 #include "test/llm/models/models_test_util.h"
 #include "test/llm/reference/qwen35_reference.h"
 #include "test/llm/reference/qwen3_reference.h"
-#include "uop/error.h"
 
 using namespace ugrad;
 using namespace ugrad::llm;

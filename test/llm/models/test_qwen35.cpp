@@ -8,13 +8,13 @@
 #include <cstring>
 #include <random>
 
-#include "llm/model/demo_model.h"
+#include "base/error.h"
+#include "llm/config/demo_model.h"
 #include "llm/models/generate.h"
 #include "llm/models/qwen35.h"
 #include "runtime/jit.h"
 #include "test/llm/models/models_test_util.h"
 #include "test/llm/reference/qwen35_reference.h"
-#include "uop/error.h"
 
 using namespace ugrad;
 using namespace ugrad::llm;

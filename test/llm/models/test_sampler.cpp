@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "llm/models/sampler.h"
 #include "runtime/jit.h"
-#include "uop/error.h"
 
 using namespace ugrad;
 using namespace ugrad::llm;

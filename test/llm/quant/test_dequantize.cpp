@@ -1,5 +1,5 @@
 // Dequantizers against hand-built blocks. Each expected value is written from the format's
-// definition (ref doc §2), element by element, not with the implementation's loops.
+// definition (docs/quants.md), element by element, not with the implementation's loops.
 #include "llm/quant/dequantize.h"
 
 #include <doctest/doctest.h>
@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include "uop/error.h"
+#include "base/error.h"
 
 using namespace ugrad;
 using namespace ugrad::llm;
@@ -179,7 +179,7 @@ TEST_SUITE("dequantize") {
     put16(b, 208, 0x3800);                                             // d = 0.5
     auto y = run(GgmlType::Q6_K, b, 256);
     for (int e = 0; e < 256; ++e) {
-      // Element e: half h, quarter k of the half, lane l (ref doc §2.6).
+      // Element e: half h, quarter k of the half, lane l (docs/quants.md#q6_k).
       const int h = e / 128, k = (e % 128) / 32, l = e % 32;
       const uint8_t qlb = b[64 * h + l + (k % 2 == 1 ? 32 : 0)];
       const int low = k < 2 ? (qlb & 15) : (qlb >> 4);

@@ -1,6 +1,6 @@
-// uop/float16.h against references computed a second way: a table of every finite half value
+// base/float16.h against references computed a second way: a table of every finite half value
 // (built with ldexp from the definition) searched for the nearest, and _Float16 where g++ has it.
-#include "uop/float16.h"
+#include "base/float16.h"
 
 #include <doctest/doctest.h>
 

@@ -7,10 +7,10 @@
 #include <limits>
 #include <set>
 
+#include "base/error.h"
 #include "llm/quant/blocks.h"
 #include "llm/quant/dequantize.h"
 #include "llm/quant/quantize.h"
-#include "uop/error.h"
 
 using namespace ugrad;
 using namespace ugrad::llm;
@@ -37,7 +37,7 @@ TEST_SUITE("quant_formats") {
   }
 
   TEST_CASE("sizes agree with the bits per weight of the reference table") {
-    // bits/weight x 10000 from the ref doc §1.3 (integers to compare exactly).
+    // bits/weight x 10000 from docs/quants.md#bits-per-weight (integers to compare exactly).
     const struct {
       GgmlType t;
       uint32_t bpw_e4;

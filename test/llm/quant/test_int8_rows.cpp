@@ -6,11 +6,11 @@
 #include <cmath>
 #include <random>
 
+#include "base/error.h"
 #include "llm/quant/dequantize.h"
 #include "llm/quant/int8_rows.h"
 #include "llm/quant/lazy_dequant.h"
 #include "llm/quant/quantize.h"
-#include "uop/error.h"
 
 using namespace ugrad;
 using namespace ugrad::llm;

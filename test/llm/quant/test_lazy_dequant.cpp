@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 
+#include "base/error.h"
 #include "codegen/codegen.h"
 #include "llm/quant/dequantize.h"
 #include "llm/quant/lazy_dequant.h"
@@ -16,7 +17,6 @@
 #include "runtime/realize.h"
 #include "runtime/thread_pool.h"
 #include "schedule/schedule.h"
-#include "uop/error.h"
 
 using namespace ugrad;
 using namespace ugrad::llm;

@@ -9,8 +9,8 @@
 #include <random>
 #include <vector>
 
+#include "base/error.h"
 #include "llm/quant/dequantize.h"
-#include "uop/error.h"
 
 using namespace ugrad;
 using namespace ugrad::llm;
@@ -42,7 +42,8 @@ std::vector<float> gaussian(size_t n, uint32_t seed) {
 struct Bound {
   GgmlType type;
   double rms_gauss;   // bound on RMS error for N(0,1) data
-  double ggml_total;  // ggml test-quantize-fns figure (ref doc §3.7) for 0.1 + 2cos(i)
+  // ggml test-quantize-fns figure (docs/quants.md#quantization-error) for 0.1 + 2cos(i).
+  double ggml_total;
 };
 
 // Bounds 1.15x what this implementation measures on seeded data (measured: Q8_0 0.0054, Q4_0

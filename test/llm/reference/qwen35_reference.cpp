@@ -7,16 +7,17 @@
 #include <numeric>
 #include <string>
 
+#include "base/error.h"
 #include "test/llm/reference/qwen3_reference.h"
 #include "test/llm/reference/reference_math.h"
-#include "uop/error.h"
 
 namespace ugrad::llm::test {
 
 namespace {
 
 constexpr double kDefaultRopeTheta = 10000.0;     // llama.cpp's default without rope.freq_base
-constexpr uint32_t kDefaultFullAttnInterval = 4;  // llama.cpp's default (§6.2)
+// llama.cpp's default (docs/qwen.md#qwen35-metadata).
+constexpr uint32_t kDefaultFullAttnInterval = 4;
 constexpr double kSoftplusLinear = 20.0;          // softplus(x) = x beyond this (as torch)
 
 double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
@@ -267,7 +268,8 @@ std::vector<double> ReferenceQwen35::gdn_output(const Layer& l, const Gdn& p,
   for (double& x : q) x *= q_scale;
   std::vector<double> y(hp_.n_value_heads * dv);
   for (size_t h = 0; h < hp_.n_value_heads; ++h) {
-    const size_t kh = h % hk;  // tiled mapping of qwen35 GGUFs (§6.3 note 3)
+    // Tiled mapping of qwen35 GGUFs (docs/qwen.md#converter-transformations).
+    const size_t kh = h % hk;
     const std::span<double> out(y.data() + h * dv, dv);
     gated_delta_step(std::span(state).subspan(h * dv * dk, dv * dk), q.subspan(kh * dk, dk),
                      k.subspan(kh * dk, dk), v.subspan(h * dv, dv), p.beta[h], p.decay[h], out);
@@ -278,7 +280,7 @@ std::vector<double> ReferenceQwen35::gdn_output(const Layer& l, const Gdn& p,
 }
 
 // x += FFN(RMSNorm(x, post_attention_norm)): dense SwiGLU, or the top-k experts with
-// renormalised softmax weights plus the sigmoid-gated shared expert (§6.6).
+// renormalised softmax weights plus the sigmoid-gated shared expert (docs/qwen.md#moe-ffn).
 void ReferenceQwen35::add_ffn(const Layer& l, std::span<double> x) const {
   std::vector<double> h(x.begin(), x.end());
   rms_norm(h, l.ffn_norm, hp_.rms_eps);

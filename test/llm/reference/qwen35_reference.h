@@ -1,11 +1,11 @@
 // An independent reference forward pass for the Qwen3.5/3.6 hybrid GGUF models
 // (`general.architecture = qwen35`, and `qwen35moe` for the MoE FFN): plain loops, double-precision
 // activations, states and accumulation, weights decoded once by the reference dequantizers.
-// Written from the formulas of ../shared/ref/gguf-quants-qwen.md §6.4 and §6.6 and sharing no code
-// with ugrad's model (it reads its own hyperparameters from the metadata). Gated DeltaNet layers:
-// causal depthwise conv with SiLU, L2-normalised q/k, q scaled by 1/sqrt(d_k), beta = sigmoid,
-// decay = exp(ssm_a * softplus(alpha + dt_bias)), the delta rule per value head with value head h
-// reading key head h mod H_k (the qwen35 GGUF convention), gated RMSNorm with SiLU(z). Full
+// Written from the formulas of docs/qwen.md#gated-deltanet and docs/qwen.md#moe-ffn and sharing no
+// code with ugrad's model (it reads its own hyperparameters from the metadata). Gated DeltaNet
+// layers: causal depthwise conv with SiLU, L2-normalised q/k, q scaled by 1/sqrt(d_k), beta =
+// sigmoid, decay = exp(ssm_a * softplus(alpha + dt_bias)), the delta rule per value head with value
+// head h reading key head h mod H_k (the qwen35 GGUF convention), gated RMSNorm with SiLU(z). Full
 // attention layers: per-head [q | gate] projection, q/k norms, NEOX RoPE on the first n_rot dims,
 // sigmoid output gate. It also reads `qwen3moe` (qwen3 attention: no gate, whole-head RoPE,
 // ffn_norm; all layers full attention) with the same MoE FFN. For small test models only.
@@ -19,7 +19,7 @@
 
 namespace ugrad::llm::test {
 
-/// One token of the gated delta rule for one value head (§6.4), in place:
+/// One token of the gated delta rule for one value head (docs/qwen.md#gated-deltanet), in place:
 ///   M <- decay * M;  u = M k;  M <- M + beta * (v - u) (x) k;  out = M q.
 /// `state` is M, d_v x d_k row-major (M[j * d_k + i], i over key dims); q (already scaled), k
 /// have d_k entries, v and out d_v. beta = 0 with decay = 1 leaves the state unchanged (the

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <string>
 
+#include "base/error.h"
 #include "test/llm/reference/reference_math.h"
-#include "uop/error.h"
 
 namespace ugrad::llm::test {
 

@@ -1,9 +1,9 @@
 // An independent reference forward pass for Qwen3 dense GGUF models (`general.architecture =
 // qwen3`): plain loops, double-precision activations and accumulation, weights decoded once by the
-// reference dequantizers. Written from the formulas of ../shared/ref/gguf-quants-qwen.md §5.3
-// (llama.cpp's qwen3 graph) and deliberately shares no code with ugrad's model: it reads its own
-// hyperparameters from the metadata. It is the oracle the ugrad model is tested against; it is
-// meant for small test models (every weight is held as f32).
+// reference dequantizers. Written from the formulas of docs/qwen.md#qwen3-forward (llama.cpp's
+// qwen3 graph) and deliberately shares no code with ugrad's model: it reads its own hyperparameters
+// from the metadata. It is the oracle the ugrad model is tested against; it is meant for small test
+// models (every weight is held as f32).
 #pragma once
 #include <cstdint>
 #include <span>

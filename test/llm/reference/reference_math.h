@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
+#include "base/float16.h"
 #include "llm/gguf/gguf.h"
 #include "llm/quant/dequantize.h"
-#include "uop/error.h"
-#include "uop/float16.h"
 
 namespace ugrad::llm::test {
 

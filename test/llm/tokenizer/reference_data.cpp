@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "uop/error.h"
+#include "base/error.h"
 
 namespace ugrad::llm::test {
 

@@ -3,8 +3,8 @@
 
 #include <doctest/doctest.h>
 
+#include "base/error.h"
 #include "llm/tokenizer/byte_unicode.h"
-#include "uop/error.h"
 
 namespace ugrad::llm {
 namespace {

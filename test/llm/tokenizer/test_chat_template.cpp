@@ -7,8 +7,8 @@
 
 #include <algorithm>
 
+#include "base/error.h"
 #include "test/llm/tokenizer/reference_data.h"
-#include "uop/error.h"
 
 namespace ugrad::llm {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <doctest/doctest.h>
 
-#include "uop/error.h"
+#include "base/error.h"
 
 namespace ugrad::llm {
 namespace {

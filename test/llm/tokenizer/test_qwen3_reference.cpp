@@ -9,10 +9,10 @@
 #include <random>
 #include <sstream>
 
+#include "base/error.h"
 #include "llm/tokenizer/byte_unicode.h"
 #include "llm/tokenizer/utf8.h"
 #include "test/llm/tokenizer/reference_data.h"
-#include "uop/error.h"
 
 namespace ugrad::llm {
 namespace {

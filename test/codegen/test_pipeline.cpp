@@ -1,0 +1,75 @@
+// The codegen pipeline as a table of named passes: what DEBUG=3 prints and PRINT_AFTER dumps.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "base/env.h"
+#include "codegen/codegen.h"
+#include "kernel_harness.h"
+#include "test/capture_stderr.h"
+
+using namespace ugrad;
+using namespace ugrad::test;
+
+namespace {
+
+// out[i] = sum_j a[i, j] * 2 over (4, 16): a reduce, so every CPU pass has work.
+UOp row_sums() {
+  UOp out = buf(0, dtypes::float32, 4), a = buf(1, dtypes::float32, 64);
+  UOp i = UOp::range(4, 0), j = UOp::range(16, 1, AxisType::Reduce);
+  UOp sum = UOp::make(Op::REDUCE, dtypes::float32,
+                      {load(a, i * 16 + j) * UOp::cnst(dtypes::float32, 2), j}, Op::ADD);
+  return sink({store(out, i, sum)});
+}
+
+bool has(const std::vector<std::string>& names, const std::string& n) {
+  return std::find(names.begin(), names.end(), n) != names.end();
+}
+
+}  // namespace
+
+TEST_CASE("the pass table names every pass codegen runs, per target") {
+  const std::vector<std::string> cpu = codegen_pass_names(cpu_codegen_target());
+  const std::vector<std::string> gpu = codegen_pass_names(amd_codegen_target("gfx1100"));
+  // gather_load was missing from the hand-typed list this table replaced
+  CHECK(cpu.front() == "gather_load");
+  CHECK(cpu.back() == "render_llvm");
+  for (const char* n : {"gpu_opt", "gpu_dims", "fuse_accumulators", "lower_index", "gpu_guard"}) {
+    CHECK_MESSAGE(!has(cpu, n), n);
+    CHECK_MESSAGE(has(gpu, n), n);
+  }
+  for (const char* n : {"opt", "expand", "lower_reduce", "decomp", "linearize"}) {
+    CHECK_MESSAGE(has(cpu, n), n);
+    CHECK_MESSAGE(has(gpu, n), n);
+  }
+}
+
+TEST_CASE("DEBUG=3 prints the pass names from the table") {
+  ScopedKnob debug(Knob::DEBUG, "3");
+  std::string out = capture_stdout([] { codegen(row_sums(), cpu_codegen_target()); });
+  std::string want = "  passes:";
+  for (const std::string& n : codegen_pass_names(cpu_codegen_target())) want += " " + n;
+  CHECK(out.find(want + "\n") != std::string::npos);
+}
+
+TEST_CASE("PRINT_AFTER prints the kernel graph after the named pass, or after every pass") {
+  {
+    ScopedKnob after(Knob::PRINT_AFTER, "lower_reduce");
+    std::string out = capture_stdout([] { codegen(row_sums(), cpu_codegen_target()); });
+    CHECK(out.find(" after lower_reduce:\n") != std::string::npos);
+    CHECK(out.find(" after expand:") == std::string::npos);
+    // lower_reduce made the accumulator explicit; the graph before it has a REDUCE instead
+    CHECK(out.find("DEFINE_REG") != std::string::npos);
+  }
+  {
+    ScopedKnob after(Knob::PRINT_AFTER, "all");
+    std::string out = capture_stdout([] { codegen(row_sums(), cpu_codegen_target()); });
+    for (const std::string& n : codegen_pass_names(cpu_codegen_target()))
+      if (n != "linearize" && n != "render_llvm")
+        CHECK_MESSAGE(out.find(" after " + n + ":\n") != std::string::npos, n);
+  }
+  {
+    ScopedKnob after(Knob::PRINT_AFTER, "");
+    CHECK(capture_stdout([] { codegen(row_sums(), cpu_codegen_target()); }).empty());
+  }
+}
