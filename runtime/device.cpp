@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "base/error.h"
+#include "base/quote.h"
 #include "runtime/amd/amd_device.h"
 #include "runtime/amd/null_amd_device.h"
 #include "runtime/cpu_device.h"
@@ -26,7 +27,7 @@ Device& get_device(const std::string& name) {
   else if (name == "AMD" || name.rfind("AMD:", 0) == 0)
     d = make_amd_device(name);
   else
-    fail("unknown device '{}' (known: CPU, NULL, NULL:<amd-arch>, AMD, AMD:<index>)", name);
+    fail("unknown device {} (known: CPU, NULL, NULL:<amd-arch>, AMD, AMD:<index>)", quote(name));
   return *devices.emplace(name, std::move(d)).first->second;
 }
 

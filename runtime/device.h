@@ -38,6 +38,9 @@ class Device {
   virtual void synchronize() {}
   /// True when kernels can read host memory in place (buffers may wrap host bytes, no copy).
   virtual bool reads_host_memory() const { return false; }
+  /// False for the NULL devices, which compile every kernel and run none: no time or speed
+  /// measured on them means anything.
+  virtual bool runs_kernels() const { return true; }
 };
 
 /// The device with this name (created on first use). Unknown names are an Error listing the known.

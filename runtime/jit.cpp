@@ -29,11 +29,16 @@ JitStats& jit_stats() {
   return stats;
 }
 
-void print_kernel_line(const std::string& device, const KernelSource& src, double seconds,
-                       const VarVals& vars) {
+void print_kernel_line(const Device& device, std::string_view label, const KernelSource& src,
+                       double seconds, const VarVals& vars) {
+  if (!device.runs_kernels()) {
+    fmt::print(stderr, "{:<6} {:<28} compiled, not run ({} runs nothing: no time)  {}\n", label,
+               src.name, device.name(), src.opts_desc);
+    return;
+  }
   const double f = src.flops ? launch_estimate(src.flops, vars) : 0;
   const double b = src.bytes ? launch_estimate(src.bytes, vars) : 0;
-  fmt::print(stderr, "{:<6} {:<28} {:>9.3f} ms  {:>8.2f} GFLOP/s  {:>8.2f} GB/s  {}\n", device,
+  fmt::print(stderr, "{:<6} {:<28} {:>9.3f} ms  {:>8.2f} GFLOP/s  {:>8.2f} GB/s  {}\n", label,
              src.name, seconds * 1e3, f / seconds * 1e-9, b / seconds * 1e-9, src.opts_desc);
 }
 
@@ -224,7 +229,7 @@ void GraphJit::replay(const std::vector<UOp>& in_bufs, const VarVals& vars) {
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (l.program)
-        print_kernel_line("replay", l.program->source(), seconds, vars);
+        print_kernel_line(*l.device, "replay", l.program->source(), seconds, vars);
       else
         print_copy_line("replay", l.copy_bytes, l.copy_from->name(), seconds);
     }

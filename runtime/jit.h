@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/device.h"
@@ -32,10 +33,11 @@ struct ExecItem {
   size_t copy_bytes() const;
 };
 
-/// DEBUG=2's line for one launch: device, kernel, time, GFLOP/s and GB/s (the kernel's estimates,
-/// src.flops and src.bytes, with the variables' values), opts.
-void print_kernel_line(const std::string& device, const KernelSource& src, double seconds,
-                       const VarVals& vars);
+/// DEBUG=2's line for one launch on `device`, headed `label` (the device name, or "replay"):
+/// kernel, time, GFLOP/s and GB/s (the kernel's estimates, src.flops and src.bytes, with the
+/// variables' values), opts. On a device that runs nothing the line says so instead.
+void print_kernel_line(const Device& device, std::string_view label, const KernelSource& src,
+                       double seconds, const VarVals& vars);
 /// DEBUG=2's line for a copy between devices: bytes, time, GB/s and the source device.
 void print_copy_line(const std::string& device, size_t bytes, const std::string& from,
                      double seconds);
@@ -58,8 +60,9 @@ void run_exec_item(const ExecItem& item, const VarVals& var_vals);
 
 /// Counters that prove what a call did.
 struct JitStats {
-  int64_t schedules = 0;  // create_schedule calls made through realize()
-  int64_t compiles = 0;   // programs generated and compiled (not found in the in-memory map)
+  int64_t schedules = 0;       // create_schedule calls made through realize()
+  int64_t compiles = 0;        // programs generated and compiled (not found in the in-memory map)
+  double compile_seconds = 0;  // wall time of those compiles (codegen and device compiler)
 };
 /// Process-wide counters (realize and the JIT update them).
 JitStats& jit_stats();

@@ -34,6 +34,7 @@ class NullDevice : public Device {
     return std::make_shared<NullProgram>(std::move(source));
   }
   void launch(const Program&, std::span<void* const>, std::span<const int64_t>) override {}
+  bool runs_kernels() const override { return false; }
 
  private:
   std::string name_ = "NULL";

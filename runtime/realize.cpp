@@ -52,8 +52,11 @@ std::shared_ptr<Program> program_for(Device& device, const UOp& ast) {
   auto key = std::make_pair(device.name(), ast);
   if (auto it = programs.find(key); it != programs.end()) return it->second;
   ++jit_stats().compiles;
+  const auto t0 = std::chrono::steady_clock::now();
   verify_if_enabled(ast, "kernel AST");
   std::shared_ptr<Program> p = device.compile(codegen(ast, device.target()));
+  jit_stats().compile_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   programs.emplace(key, p);
   return p;
 }
@@ -172,7 +175,7 @@ std::vector<UOp> realize(std::span<const UOp> bound_roots,
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (exec.program)
-        print_kernel_line(dev_name, exec.program->source(), seconds, var_vals);
+        print_kernel_line(device, dev_name, exec.program->source(), seconds, var_vals);
       else
         print_copy_line(dev_name, exec.copy_bytes(), exec.copy_source().name(), seconds);
     }

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   cmake ninja-build g++ clang-14 libclang-rt-14-dev clang-format ccache
-  llvm-19-dev lld-19 liblld-19-dev libfmt-dev doctest-dev libpcre2-dev
+  llvm-19-dev lld-19 liblld-19-dev libfmt-dev doctest-dev libpcre2-dev libutf8proc-dev
   libopenblas-dev libamdhip64-5
 )
 # Node.js runs the reference tokenizer in the tests; keep one that came from elsewhere.

@@ -14,15 +14,18 @@
 #include "llm/tokenizer/chat_template.h"
 #include "llm/tokenizer/stream_decoder.h"
 #include "runtime/device.h"
+#include "runtime/jit.h"
 
 using namespace ugrad;
 using namespace ugrad::llm;
 
 namespace {
 
+// A JSON string of `s`, which must be valid UTF-8 (strict parsers reject the whole object
+// otherwise); bytes that are not are written as U+FFFD as a last guard.
 std::string json_string(std::string_view s) {
   std::string out = "\"";
-  for (unsigned char c : s) {
+  for (unsigned char c : sanitize_utf8(s)) {
     if (c == '"' || c == '\\')
       out += '\\', out += static_cast<char>(c);
     else if (c == '\n')
@@ -48,12 +51,16 @@ double weight_bytes(const GgufFile& file) {
   return b;
 }
 
+// The device the model runs on (the DEV knob unless --device).
+const Device& cli_device(const CliOptions& o) {
+  return get_device(o.device.empty() ? knob_str(Knob::DEV) : o.device);
+}
+
 // A device that runs the model from host memory (the CPU) reads the file into huge pages unless
 // --mmap; one that uploads the weights maps it (mapped_file.h).
 FileMemory file_memory(const CliOptions& o) {
   if (o.mmap) return FileMemory::Mapped;
-  const Device& d = get_device(o.device.empty() ? knob_str(Knob::DEV) : o.device);
-  return d.reads_host_memory() ? FileMemory::Read : FileMemory::Mapped;
+  return cli_device(o).reads_host_memory() ? FileMemory::Read : FileMemory::Mapped;
 }
 
 struct Session {
@@ -141,23 +148,36 @@ int run(const CliOptions& o) {
   double prefill_tps = static_cast<double>(ids.size() - r.reused_tokens) / r.prefill_seconds;
   double decode_steps = static_cast<double>(r.tokens.size() > 0 ? r.tokens.size() - 1 : 0);
   double decode_tps = decode_steps > 0 ? decode_steps / r.decode_seconds : 0;
+  // Speeds measured on a device that runs nothing (NULL, NULL:gfx1100) mean nothing.
+  const Device& device = cli_device(o);
+  const bool timed = device.runs_kernels();
   if (o.json) {
-    std::string text = s.tokenizer.decode(r.tokens, false);
+    // Valid UTF-8 even when the tokens end inside a character (the streamed text's rules).
+    std::string text = decode_text(s.tokenizer, r.tokens, false);
     std::string lp;
     for (const auto& pos : r.top_logprobs) {
       std::string row;
       for (auto [id, p] : pos) row += fmt::format("{}[{},{}]", row.empty() ? "" : ",", id, p);
       lp += fmt::format("{}[{}]", lp.empty() ? "" : ",", row);
     }
+    const auto speed = [&](double tps) { return timed ? fmt::format("{:.3f}", tps) : "null"; };
     std::printf(
         "{\"prompt_ids\":%s,\"generated_ids\":%s,\"text\":%s,\"timings\":{\"load_s\":%.4f,"
-        "\"warmup_s\":%.4f,\"prefill_s\":%.4f,\"decode_s\":%.4f,\"prefill_tok_s\":%.3f,\"decode_"
-        "tok_s\":%.3f}%s}\n",
+        "\"warmup_s\":%.4f,\"prefill_s\":%.4f,\"decode_s\":%.4f,\"prefill_tok_s\":%s,\"decode_"
+        "tok_s\":%s}%s}\n",
         json_ids(ids).c_str(), json_ids(r.tokens).c_str(), json_string(text).c_str(),
-        s.load_seconds, s.warmup_seconds, r.prefill_seconds, r.decode_seconds, prefill_tps,
-        decode_tps, o.top_logprobs > 0 ? fmt::format(",\"top_logprobs\":[{}]", lp).c_str() : "");
+        s.load_seconds, s.warmup_seconds, r.prefill_seconds, r.decode_seconds,
+        speed(prefill_tps).c_str(), speed(decode_tps).c_str(),
+        o.top_logprobs > 0 ? fmt::format(",\"top_logprobs\":[{}]", lp).c_str() : "");
   }
-  if (o.benchmark) {
+  if (o.benchmark && !timed) {
+    const JitStats& jit = jit_stats();
+    std::printf(
+        "load %.2f s | warm-up %.2f s | compiled %lld kernels in %.2f s | prefill %zu tokens, "
+        "decode %zu tokens: no speed, device %s runs no kernels\n",
+        s.load_seconds, s.warmup_seconds, static_cast<long long>(jit.compiles), jit.compile_seconds,
+        ids.size(), r.tokens.size(), device.name().c_str());
+  } else if (o.benchmark) {
     double gb = weight_bytes(s.file) * 1e-9;
     std::printf(
         "load %.2f s | warm-up (compile) %.2f s | prefill %zu tokens: %.2f tok/s | decode %zu "

@@ -6,6 +6,7 @@
 
 #include "base/env.h"
 #include "base/error.h"
+#include "base/quote.h"
 
 namespace ugrad::llm {
 namespace {
@@ -37,15 +38,15 @@ std::filesystem::path models_dir() {
 std::string resolve_model_path(const std::string& model) {
   auto it = aliases().find(model);
   if (it == aliases().end()) {
-    if (!std::filesystem::exists(model)) fail("model file '{}' does not exist", model);
+    if (!std::filesystem::exists(model)) fail("model file {} does not exist", quote(model));
     return model;
   }
   std::filesystem::path p = models_dir() / it->second;
   if (!std::filesystem::exists(p))
     fail(
-        "model '{}' is {} and is not in {}; download that GGUF file and put it there (or set "
+        "model {} is {} and is not in {}; download that GGUF file and put it there (or set "
         "MODELS_DIR)",
-        model, it->second, models_dir().string());
+        quote(model), it->second, models_dir().string());
   return p.string();
 }
 

@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "base/error.h"
+#include "base/quote.h"
 
 namespace ugrad::llm {
 namespace {
@@ -12,7 +13,7 @@ T number(const std::string& flag, const std::string& text) {
   T v{};
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size())
-    fail("{}: '{}' is not a valid number", flag, text);
+    fail("{}: {} is not a valid number", flag, quote(text));
   return v;
 }
 
@@ -51,7 +52,8 @@ hybrids (qwen35) and their MoE variants (qwen35moe). Without --prompt it starts 
   --mmap                   map the model file instead of reading it into memory (the CPU reads
                            it into huge pages: a freshly written file maps as 4 KiB pages, which
                            slows decoding; a GPU maps it always, it only uploads the weights)
-  --benchmark              print prefill and decode tok/s and GB/s of weights read
+  --benchmark              print prefill and decode tok/s and GB/s of weights read (on a NULL
+                           device, which runs nothing: the kernels compiled and compile time)
   --json                   one JSON object on stdout (ids, text, timings)
   --top-logprobs K         with --json: the top K (id, logprob) pairs at every generated position
   --help, -h               this text
@@ -103,7 +105,7 @@ CliOptions parse_cli(const std::vector<std::string>& args) {
     else if (a == "--top-logprobs")
       o.top_logprobs = number<int>(a, value());
     else
-      fail("unknown option '{}' (see --help)", a);
+      fail("unknown option {} (see --help)", quote(a));
   }
   if (o.help) return o;
   if (o.model.empty()) fail("--model is required (see --help)");

@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "base/error.h"
+#include "base/quote.h"
 #include "llm/quant/dequantize.h"
 
 namespace ugrad::llm {
@@ -44,7 +45,7 @@ class ArchKeys {
   // A required positive integer no larger than `max`.
   uint32_t required(std::string_view suffix, uint64_t max) const {
     const std::string k = key(suffix);
-    if (!file_.has(k)) fail("model: metadata key '{}' is missing (required for {})", k, arch_);
+    if (!file_.has(k)) fail("model: metadata key {} is missing (required for {})", quote(k), arch_);
     return checked(k, file_.get_u64(k), max);
   }
 
@@ -58,17 +59,17 @@ class ArchKeys {
   float positive_float(std::string_view suffix, std::optional<float> fallback) const {
     const std::string k = key(suffix);
     if (!file_.has(k)) {
-      if (!fallback) fail("model: metadata key '{}' is missing (required for {})", k, arch_);
+      if (!fallback) fail("model: metadata key {} is missing (required for {})", quote(k), arch_);
       return *fallback;
     }
     const float v = file_.get_f32(k);
-    if (!std::isfinite(v) || v <= 0) fail("model: metadata '{}' = {} must be positive", k, v);
+    if (!std::isfinite(v) || v <= 0) fail("model: metadata {} = {} must be positive", quote(k), v);
     return v;
   }
 
  private:
   static uint32_t checked(const std::string& k, uint64_t v, uint64_t max) {
-    if (v == 0 || v > max) fail("model: metadata '{}' = {} must be in [1, {}]", k, v, max);
+    if (v == 0 || v > max) fail("model: metadata {} = {} must be in [1, {}]", quote(k), v, max);
     return static_cast<uint32_t>(v);
   }
 
@@ -81,7 +82,7 @@ std::optional<int32_t> token_id_key(const GgufFile& file, std::string_view key, 
   if (!file.has(key)) return std::nullopt;
   const int64_t id = file.get_i64(key);
   if (id < 0 || id >= vocab) {
-    fail("model: metadata '{}' = {} is outside the vocabulary [0, {})", key, id, vocab);
+    fail("model: metadata {} = {} is outside the vocabulary [0, {})", quote(key), id, vocab);
   }
   return static_cast<int32_t>(id);
 }
@@ -102,26 +103,28 @@ void read_transformer(const GgufFile& file, ModelConfig& c) {
   c.n_heads = keys.required("attention.head_count", kMaxWidth);
   c.n_kv_heads = keys.optional("attention.head_count_kv", kMaxWidth, c.n_heads);
   if (c.n_heads % c.n_kv_heads != 0) {
-    fail("model: metadata '{}' = {} is not a multiple of '{}' = {}",
-         keys.key("attention.head_count"), c.n_heads, keys.key("attention.head_count_kv"),
-         c.n_kv_heads);
+    fail("model: metadata {} = {} is not a multiple of {} = {}",
+         quote(keys.key("attention.head_count")), c.n_heads,
+         quote(keys.key("attention.head_count_kv")), c.n_kv_heads);
   }
   // llama.cpp's default head size is dim / n_heads; Qwen3 files always carry key_length.
   const std::string key_length = keys.key("attention.key_length");
   if (!file.has(key_length) && c.dim % c.n_heads != 0) {
     fail(
-        "model: metadata '{}' is missing and embedding_length {} is not a multiple of "
+        "model: metadata {} is missing and embedding_length {} is not a multiple of "
         "head_count {}",
-        key_length, c.dim, c.n_heads);
+        quote(key_length), c.dim, c.n_heads);
   }
   c.head_dim = keys.optional("attention.key_length", kMaxWidth, c.dim / c.n_heads);
   const uint32_t value_length = keys.optional("attention.value_length", kMaxWidth, c.head_dim);
   if (value_length != c.head_dim) {
-    fail("model: metadata '{}' = {} differs from '{}' = {} ({} needs equal K and V head sizes)",
-         keys.key("attention.value_length"), value_length, key_length, c.head_dim, arch);
+    fail("model: metadata {} = {} differs from {} = {} ({} needs equal K and V head sizes)",
+         quote(keys.key("attention.value_length")), value_length, quote(key_length), c.head_dim,
+         arch);
   }
   if (c.head_dim % 2 != 0) {
-    fail("model: metadata '{}' = {} must be even (RoPE rotates pairs)", key_length, c.head_dim);
+    fail("model: metadata {} = {} must be even (RoPE rotates pairs)", quote(key_length),
+         c.head_dim);
   }
   // Hybrid full-attention layers project 2 * n_heads * head_dim (q and gate).
   if (uint64_t{c.n_heads} * c.head_dim * (is_hybrid(c.arch) ? 2 : 1) > kMaxWidth) {
@@ -130,18 +133,18 @@ void read_transformer(const GgufFile& file, ModelConfig& c) {
   c.n_rot = keys.optional("rope.dimension_count", kMaxWidth, c.head_dim);
   if (is_hybrid(c.arch)) {
     if (c.n_rot % 2 != 0 || c.n_rot > c.head_dim) {
-      fail("model: metadata '{}' = {} must be even and at most '{}' = {}",
-           keys.key("rope.dimension_count"), c.n_rot, key_length, c.head_dim);
+      fail("model: metadata {} = {} must be even and at most {} = {}",
+           quote(keys.key("rope.dimension_count")), c.n_rot, quote(key_length), c.head_dim);
     }
   } else if (c.n_rot != c.head_dim) {
-    fail("model: metadata '{}' = {} differs from '{}' = {} ({} rotates the whole head)",
-         keys.key("rope.dimension_count"), c.n_rot, key_length, c.head_dim, arch);
+    fail("model: metadata {} = {} differs from {} = {} ({} rotates the whole head)",
+         quote(keys.key("rope.dimension_count")), c.n_rot, quote(key_length), c.head_dim, arch);
   }
   c.rms_eps = keys.positive_float("attention.layer_norm_rms_epsilon", std::nullopt);
   c.rope_theta = keys.positive_float("rope.freq_base", kDefaultRopeTheta);
   if (const std::string k = keys.key("rope.scaling.type"); file.has(k)) {
     const std::string_view type = file.get_string(k);
-    if (type != "none") fail("model: metadata '{}' = '{}' is not supported", k, type);
+    if (type != "none") fail("model: metadata {} = {} is not supported", quote(k), quote(type));
   }
 }
 
@@ -152,8 +155,8 @@ MoeConfig read_moe(const GgufFile& file, ModelArch arch) {
   m.n_experts = keys.required("expert_count", kMaxExperts);
   m.n_experts_used = keys.required("expert_used_count", kMaxExperts);
   if (m.n_experts_used > m.n_experts) {
-    fail("model: metadata '{}' = {} exceeds '{}' = {}", keys.key("expert_used_count"),
-         m.n_experts_used, keys.key("expert_count"), m.n_experts);
+    fail("model: metadata {} = {} exceeds {} = {}", quote(keys.key("expert_used_count")),
+         m.n_experts_used, quote(keys.key("expert_count")), m.n_experts);
   }
   m.expert_ffn_dim = keys.required("expert_feed_forward_length", kMaxWidth);
   // qwen3moe has no shared expert; qwen35moe files carry its width.
@@ -171,8 +174,8 @@ HybridConfig read_hybrid(const GgufFile& file, ModelConfig& c) {
   if (const std::string k = keys.key("nextn_predict_layers"); file.has(k)) {
     const uint64_t n = file.get_u64(k);
     if (n >= c.n_layers) {
-      fail("model: metadata '{}' = {} leaves no trunk layers of '{}' = {}", k, n,
-           keys.key("block_count"), c.n_layers);
+      fail("model: metadata {} = {} leaves no trunk layers of {} = {}", quote(k), n,
+           quote(keys.key("block_count")), c.n_layers);
     }
     h.n_nextn_layers = static_cast<uint32_t>(n);
   }
@@ -184,12 +187,13 @@ HybridConfig read_hybrid(const GgufFile& file, ModelConfig& c) {
   h.n_value_heads = keys.required("ssm.time_step_rank", kMaxWidth);
   h.value_dim = keys.required("ssm.inner_size", kMaxWidth);
   if (h.n_value_heads % h.n_key_heads != 0) {
-    fail("model: metadata '{}' = {} is not a multiple of '{}' = {}", keys.key("ssm.time_step_rank"),
-         h.n_value_heads, keys.key("ssm.group_count"), h.n_key_heads);
+    fail("model: metadata {} = {} is not a multiple of {} = {}",
+         quote(keys.key("ssm.time_step_rank")), h.n_value_heads, quote(keys.key("ssm.group_count")),
+         h.n_key_heads);
   }
   if (h.value_dim % h.n_value_heads != 0) {
-    fail("model: metadata '{}' = {} is not a multiple of '{}' = {}", keys.key("ssm.inner_size"),
-         h.value_dim, keys.key("ssm.time_step_rank"), h.n_value_heads);
+    fail("model: metadata {} = {} is not a multiple of {} = {}", quote(keys.key("ssm.inner_size")),
+         h.value_dim, quote(keys.key("ssm.time_step_rank")), h.n_value_heads);
   }
   if (2 * uint64_t{h.n_key_heads} * h.key_head_dim + h.value_dim > kMaxWidth) {
     fail(
@@ -203,12 +207,12 @@ HybridConfig read_hybrid(const GgufFile& file, ModelConfig& c) {
   if (const std::string k = keys.key("attention.recurrent_layers"); file.has(k)) {
     const GgufArray& flags = file.get_array(k);
     if (flags.count != block_count && flags.count != c.n_layers) {
-      fail("model: metadata '{}' has {} entries but '{}' = {}", k, flags.count,
-           keys.key("block_count"), block_count);
+      fail("model: metadata {} has {} entries but {} = {}", quote(k), flags.count,
+           quote(keys.key("block_count")), block_count);
     }
     const bool is_bool = flags.elem_type == GgufType::BOOL;
     if (!is_bool && !gguf_type_is_integer(flags.elem_type)) {
-      fail("model: metadata '{}' is an array of {}, not of BOOL or integers", k,
+      fail("model: metadata {} is an array of {}, not of BOOL or integers", quote(k),
            gguf_type_name(flags.elem_type));
     }
     for (uint32_t i = 0; i < c.n_layers; ++i) {
@@ -236,13 +240,14 @@ class TensorChecker {
                            std::string_view what) {
     expected_.insert(name);
     const GgufTensor* t = file_.find_tensor(name);
-    if (!t) fail("model: tensor '{}' is missing (expected {} = {})", name, what, dims_string(dims));
+    if (!t)
+      fail("model: tensor {} is missing (expected {} = {})", quote(name), what, dims_string(dims));
     if (t->dims != dims) {
-      fail("model: tensor '{}' has dims {} but the config expects {} = {}", name,
+      fail("model: tensor {} has dims {} but the config expects {} = {}", quote(name),
            dims_string(t->dims), what, dims_string(dims));
     }
     if (!can_dequantize(t->type)) {
-      fail("model: tensor '{}' has type {}, which ugrad cannot dequantize", name,
+      fail("model: tensor {} has type {}, which ugrad cannot dequantize", quote(name),
            format_of(t->type).name);
     }
     return t;
@@ -257,7 +262,7 @@ class TensorChecker {
         continue;
       }
       if (!expected_.contains(std::string(t.name))) {
-        fail("model: tensor '{}' {} is not part of a {} model with this config", t.name,
+        fail("model: tensor {} {} is not part of a {} model with this config", quote(t.name),
              dims_string(t.dims), arch);
       }
     }
@@ -302,10 +307,11 @@ std::string layer_tensor_name(uint32_t layer, std::string_view role) {
 
 ModelConfig ModelConfig::from_gguf(const GgufFile& file) {
   constexpr std::string_view kArchKey = "general.architecture";
-  if (!file.has(kArchKey)) fail("model: metadata key '{}' is missing", kArchKey);
+  if (!file.has(kArchKey)) fail("model: metadata key {} is missing", quote(kArchKey));
   const std::string_view name = file.get_string(kArchKey);
   const std::optional<ModelArch> arch = parse_arch(name);
-  if (!arch) fail("model: metadata '{}' = '{}' is not a known architecture", kArchKey, name);
+  if (!arch)
+    fail("model: metadata {} = {} is not a known architecture", quote(kArchKey), quote(name));
   ModelConfig c;
   c.arch = *arch;
   read_transformer(file, c);
@@ -324,13 +330,13 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& file) {
   if (file.has(kTokensKey)) {
     const uint64_t n_tokens = file.get_array(kTokensKey).count;
     if (n_tokens != c.vocab_size) {
-      fail("model: metadata '{}' holds {} tokens but token_embd.weight has {} rows", kTokensKey,
-           n_tokens, c.vocab_size);
+      fail("model: metadata {} holds {} tokens but token_embd.weight has {} rows",
+           quote(kTokensKey), n_tokens, c.vocab_size);
     }
   }
   if (const std::string k = fmt::format("{}.vocab_size", name); file.has(k)) {
     if (const uint64_t v = file.get_u64(k); v != c.vocab_size) {
-      fail("model: metadata '{}' = {} but token_embd.weight has {} rows", k, v, c.vocab_size);
+      fail("model: metadata {} = {} but token_embd.weight has {} rows", quote(k), v, c.vocab_size);
     }
   }
   c.tied_output = file.find_tensor("output.weight") == nullptr;

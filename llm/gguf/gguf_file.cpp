@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "base/error.h"
+#include "base/quote.h"
 #include "llm/gguf/mapped_file.h"
 #include "llm/gguf/parse.h"
 #include "llm/gguf/split.h"
@@ -26,10 +27,11 @@ std::optional<uint64_t> split_key(const GgufFile::Shard& s, std::string_view key
       [&](const auto& x) -> uint64_t {
         using T = std::decay_t<decltype(x)>;
         if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-          if (x < 0) fail("gguf: {}: '{}' is {}, expected a non-negative integer", path, key, x);
+          if (x < 0)
+            fail("gguf: {}: {} is {}, expected a non-negative integer", quote(path), quote(key), x);
           return static_cast<uint64_t>(x);
         } else {
-          fail("gguf: {}: '{}' has type {}, expected an integer", path, key,
+          fail("gguf: {}: {} has type {}, expected an integer", quote(path), quote(key),
                gguf_type_name(v->type()));
         }
       },
@@ -40,21 +42,21 @@ std::optional<uint64_t> split_key(const GgufFile::Shard& s, std::string_view key
 std::vector<GgufFile::Shard> open_split(GgufFile::Shard first, const std::string& path,
                                         uint64_t count, FileMemory how) {
   if (count > kGgufMaxShards)
-    fail("gguf: {}: '{}' is {}, more than the {} shards a split file can have", path,
-         kGgufSplitCount, count, kGgufMaxShards);
+    fail("gguf: {}: {} is {}, more than the {} shards a split file can have", quote(path),
+         quote(kGgufSplitCount), count, kGgufMaxShards);
   uint64_t no = split_key(first, kGgufSplitNo, path).value_or(0);
   auto name = parse_gguf_split_path(path);
   if (no != 0) {
     if (name)
-      fail("gguf: {} is shard {} of {}; open the first shard '{}'", path, no + 1, count,
-           gguf_split_path(name->prefix, 0, static_cast<uint32_t>(count)));
-    fail("gguf: {} is shard {} of {}; open the first shard", path, no + 1, count);
+      fail("gguf: {} is shard {} of {}; open the first shard {}", quote(path), no + 1, count,
+           quote(gguf_split_path(name->prefix, 0, static_cast<uint32_t>(count))));
+    fail("gguf: {} is shard {} of {}; open the first shard", quote(path), no + 1, count);
   }
   if (!name || name->index != 0 || name->count != count)
     fail(
-        "gguf: {}: '{}' is {} but the file name does not follow the shard pattern "
+        "gguf: {}: {} is {} but the file name does not follow the shard pattern "
         "'<name>-00001-of-{:05d}.gguf'",
-        path, kGgufSplitCount, count, count);
+        quote(path), quote(kGgufSplitCount), count, count);
   std::vector<GgufFile::Shard> shards;
   shards.reserve(count);
   shards.push_back(std::move(first));
@@ -62,25 +64,25 @@ std::vector<GgufFile::Shard> open_split(GgufFile::Shard first, const std::string
     std::string shard_path = gguf_split_path(name->prefix, i, static_cast<uint32_t>(count));
     std::error_code ec;
     if (!std::filesystem::exists(shard_path, ec))
-      fail("gguf: split file '{}' is missing (shard {} of {} of '{}')", shard_path, i + 1, count,
-           path);
+      fail("gguf: split file {} is missing (shard {} of {} of {})", quote(shard_path), i + 1, count,
+           quote(path));
     GgufFile::Shard s = parse_mapped(shard_path, how);
     auto s_no = split_key(s, kGgufSplitNo, shard_path);
     auto s_count = split_key(s, kGgufSplitCount, shard_path);
     if (!s_no || !s_count)
-      fail("gguf: {}: shard of '{}' lacks the '{}' / '{}' keys", shard_path, path, kGgufSplitNo,
-           kGgufSplitCount);
+      fail("gguf: {}: shard of {} lacks the {} / {} keys", quote(shard_path), quote(path),
+           quote(kGgufSplitNo), quote(kGgufSplitCount));
     if (*s_no != i || *s_count != count)
-      fail("gguf: {}: says it is shard {} of {}, expected shard {} of {}", shard_path, *s_no + 1,
-           *s_count, i + 1, count);
+      fail("gguf: {}: says it is shard {} of {}, expected shard {} of {}", quote(shard_path),
+           *s_no + 1, *s_count, i + 1, count);
     shards.push_back(std::move(s));
   }
   if (auto total = split_key(shards[0], kGgufSplitTensorsCount, path)) {
     uint64_t found = 0;
     for (const auto& s : shards) found += s.tensors.size();
     if (*total != found)
-      fail("gguf: {}: '{}' is {} but the {} shards hold {} tensors", path, kGgufSplitTensorsCount,
-           *total, count, found);
+      fail("gguf: {}: {} is {} but the {} shards hold {} tensors", quote(path),
+           quote(kGgufSplitTensorsCount), *total, count, found);
   }
   return shards;
 }
@@ -101,7 +103,7 @@ GgufFile GgufFile::open(const std::string& path, FileMemory how) {
     one.push_back(std::move(first));
     return from_shards(std::move(one));
   }
-  if (*count == 0) fail("gguf: {}: '{}' is 0", path, kGgufSplitCount);
+  if (*count == 0) fail("gguf: {}: {} is 0", quote(path), quote(kGgufSplitCount));
   return from_shards(open_split(std::move(first), path, *count, how));
 }
 
@@ -136,7 +138,8 @@ GgufFile GgufFile::from_shards(std::vector<Shard> shards) {
     for (GgufTensor& t : shards[i].tensors) {
       t.shard = i;
       if (!f.tensor_index_.emplace(t.name, f.tensors_.size()).second)
-        fail("gguf: tensor '{}' appears in more than one shard (again in shard {})", t.name, i + 1);
+        fail("gguf: tensor {} appears in more than one shard (again in shard {})", quote(t.name),
+             i + 1);
       f.tensors_.push_back(std::move(t));
     }
     if (shards[i].owner) f.owners_.push_back(std::move(shards[i].owner));
@@ -151,7 +154,7 @@ const GgufTensor* GgufFile::find_tensor(std::string_view name) const {
 
 const GgufTensor& GgufFile::tensor(std::string_view name) const {
   const GgufTensor* t = find_tensor(name);
-  if (!t) fail("gguf: no tensor named '{}' (the file has {} tensors)", name, tensors_.size());
+  if (!t) fail("gguf: no tensor named {} (the file has {} tensors)", quote(name), tensors_.size());
   return *t;
 }
 

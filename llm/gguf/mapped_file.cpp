@@ -11,6 +11,7 @@
 #include <iterator>
 
 #include "base/error.h"
+#include "base/quote.h"
 
 namespace ugrad::llm {
 namespace {
@@ -42,9 +43,9 @@ Region read_into_memory(int fd, size_t size, const std::string& path) {
       ::mmap(nullptr, region_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (region == MAP_FAILED)
     fail(
-        "gguf: cannot allocate {} bytes to read '{}' into memory: {} (mapping it instead needs "
+        "gguf: cannot allocate {} bytes to read {} into memory: {} (mapping it instead needs "
         "no memory up front)",
-        size, path, std::strerror(errno));
+        size, quote(path), std::strerror(errno));
   auto* data = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(region) + kHugePage - 1) /
                                           kHugePage * kHugePage);
   ::madvise(data, region_size - kHugePage, MADV_HUGEPAGE);
@@ -57,7 +58,7 @@ Region read_into_memory(int fd, size_t size, const std::string& path) {
     if (got < 0 && errno == EINTR) continue;
     const std::string why = got < 0 ? std::strerror(errno) : "the file ended early";
     ::munmap(region, region_size);
-    fail("gguf: cannot read '{}' ({} of {} bytes read): {}", path, done, size, why);
+    fail("gguf: cannot read {} ({} of {} bytes read): {}", quote(path), done, size, why);
   }
   ::mprotect(region, region_size, PROT_READ);  // read-only, as a mapping is
   return {region, region_size, data};
@@ -79,10 +80,10 @@ size_t mem_available(std::string_view meminfo) {
 
 std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, FileMemory how) {
   const Fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (fd.fd < 0) fail("gguf: cannot open '{}': {}", path, std::strerror(errno));
+  if (fd.fd < 0) fail("gguf: cannot open {}: {}", quote(path), std::strerror(errno));
   struct stat st {};
-  if (::fstat(fd.fd, &st) != 0) fail("gguf: cannot stat '{}': {}", path, std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) fail("gguf: '{}' is not a regular file", path);
+  if (::fstat(fd.fd, &st) != 0) fail("gguf: cannot stat {}: {}", quote(path), std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) fail("gguf: {} is not a regular file", quote(path));
   const auto size = static_cast<size_t>(st.st_size);
   if (size == 0) return std::shared_ptr<const MappedFile>(new MappedFile(nullptr, 0, nullptr, 0));
   // A copy that does not fit in the memory available now would only be reclaimed (or end the
@@ -93,7 +94,7 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, File
   }
   void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.fd, 0);
   if (p == MAP_FAILED)
-    fail("gguf: cannot map '{}' ({} bytes): {}", path, size, std::strerror(errno));
+    fail("gguf: cannot map {} ({} bytes): {}", quote(path), size, std::strerror(errno));
   // The mapping stays valid without the descriptor.
   return std::shared_ptr<const MappedFile>(
       new MappedFile(static_cast<const uint8_t*>(p), size, p, size));

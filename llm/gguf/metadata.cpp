@@ -2,6 +2,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "base/quote.h"
 #include "llm/gguf/gguf.h"
 
 namespace ugrad::llm {
@@ -20,7 +21,8 @@ constexpr std::string_view cpp_name() {
 }
 
 [[noreturn]] void type_mismatch(std::string_view key, const GgufValue& v, std::string_view want) {
-  fail("gguf: metadata key '{}' has type {}, expected {}", key, gguf_type_name(v.type()), want);
+  fail("gguf: metadata key {} has type {}, expected {}", quote(key), gguf_type_name(v.type()),
+       want);
 }
 
 // An integer value of any GGUF integer type, range-checked into T.
@@ -31,7 +33,7 @@ T int_value(std::string_view key, const GgufValue& v) {
         using X = std::decay_t<decltype(x)>;
         if constexpr (std::is_integral_v<X> && !std::is_same_v<X, bool>) {
           if (!std::in_range<T>(x))
-            fail("gguf: metadata key '{}' is {} {}, which does not fit in {}", key,
+            fail("gguf: metadata key {} is {} {}, which does not fit in {}", quote(key),
                  gguf_type_name(v.type()), x, cpp_name<T>());
           return static_cast<T>(x);
         } else {
@@ -44,7 +46,7 @@ T int_value(std::string_view key, const GgufValue& v) {
 template <typename T, typename X>
 T checked_element(std::string_view key, const GgufArray& a, uint64_t i, X x) {
   if (!std::in_range<T>(x))
-    fail("gguf: metadata key '{}': {} array element {} is {}, which does not fit in {}", key,
+    fail("gguf: metadata key {}: {} array element {} is {}, which does not fit in {}", quote(key),
          gguf_type_name(a.elem_type), i, x, cpp_name<T>());
   return static_cast<T>(x);
 }
@@ -83,7 +85,7 @@ std::vector<T> int_array(std::string_view key, const GgufValue& v) {
     case GgufType::I64:
       return convert_elements<T, int64_t>(key, a);
     default:
-      fail("gguf: metadata key '{}' is an ARRAY of {}, expected an integer ARRAY", key,
+      fail("gguf: metadata key {} is an ARRAY of {}, expected an integer ARRAY", quote(key),
            gguf_type_name(a.elem_type));
   }
 }
@@ -99,7 +101,7 @@ const GgufValue* GgufFile::find(std::string_view key) const {
 
 const GgufValue& GgufFile::get(std::string_view key) const {
   const GgufValue* v = find(key);
-  if (!v) fail("gguf: metadata key '{}' is missing", key);
+  if (!v) fail("gguf: metadata key {} is missing", quote(key));
   return *v;
 }
 
@@ -142,7 +144,7 @@ const GgufArray& GgufFile::get_array(std::string_view key) const {
 std::span<const std::string_view> GgufFile::get_array_strings(std::string_view key) const {
   const GgufArray& a = get_array(key);
   if (a.elem_type != GgufType::STRING)
-    fail("gguf: metadata key '{}' is an ARRAY of {}, expected an ARRAY of STRING", key,
+    fail("gguf: metadata key {} is an ARRAY of {}, expected an ARRAY of STRING", quote(key),
          gguf_type_name(a.elem_type));
   return a.strings;
 }
@@ -160,7 +162,7 @@ std::vector<int64_t> GgufFile::get_array_i64(std::string_view key) const {
 std::vector<float> GgufFile::get_array_f32(std::string_view key) const {
   const GgufArray& a = get_array(key);
   if (a.elem_type != GgufType::F32 && a.elem_type != GgufType::F64)
-    fail("gguf: metadata key '{}' is an ARRAY of {}, expected an ARRAY of FLOAT32", key,
+    fail("gguf: metadata key {} is an ARRAY of {}, expected an ARRAY of FLOAT32", quote(key),
          gguf_type_name(a.elem_type));
   std::vector<float> out(a.count);
   for (uint64_t i = 0; i < a.count; ++i) out[i] = static_cast<float>(a.float_at(i));

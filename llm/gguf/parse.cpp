@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "base/error.h"
+#include "base/quote.h"
 
 namespace ugrad::llm {
 namespace {
@@ -22,7 +23,8 @@ constexpr std::string_view kAlignmentKey = "general.alignment";
 class Reader {
  public:
   Reader(std::span<const uint8_t> bytes, std::string_view source)
-      : bytes_(bytes), prefix_(source.empty() ? "gguf: " : fmt::format("gguf: {}: ", source)) {}
+      : bytes_(bytes),
+        prefix_(source.empty() ? "gguf: " : fmt::format("gguf: {}: ", quote(source))) {}
 
   uint64_t pos() const { return pos_; }
   uint64_t remaining() const { return bytes_.size() - pos_; }
@@ -98,7 +100,7 @@ class Reader {
 
 GgufType read_type_tag(Reader& r, std::string_view key, std::string_view what) {
   auto tag = r.read<uint32_t>(what);
-  if (tag >= kGgufTypeCount) r.error("metadata key '{}' has unknown {} {}", key, what, tag);
+  if (tag >= kGgufTypeCount) r.error("metadata key {} has unknown {} {}", quote(key), what, tag);
   return static_cast<GgufType>(tag);
 }
 
@@ -106,7 +108,7 @@ GgufValue read_value(Reader& r, GgufType type, std::string_view key, uint32_t de
 
 GgufArray read_array(Reader& r, std::string_view key, uint32_t depth) {
   if (depth >= kGgufMaxArrayDepth)
-    r.error("metadata key '{}' nests arrays deeper than {} levels", key, kGgufMaxArrayDepth);
+    r.error("metadata key {} nests arrays deeper than {} levels", quote(key), kGgufMaxArrayDepth);
   GgufArray a;
   a.elem_type = read_type_tag(r, key, "array element type");
   a.count = r.read<uint64_t>("array length");
@@ -115,9 +117,9 @@ GgufArray read_array(Reader& r, std::string_view key, uint32_t depth) {
                                                        : gguf_type_size(a.elem_type);
   if (a.count > r.remaining() / min_elem)
     r.error(
-        "metadata key '{}': array of {} {} needs at least {} bytes per element but only {} "
+        "metadata key {}: array of {} {} needs at least {} bytes per element but only {} "
         "bytes remain at byte {}",
-        key, a.count, gguf_type_name(a.elem_type), min_elem, r.remaining(), r.pos());
+        quote(key), a.count, gguf_type_name(a.elem_type), min_elem, r.remaining(), r.pos());
   if (a.elem_type == GgufType::STRING) {
     r.read_strings(a.count, a.strings);
   } else if (a.elem_type == GgufType::ARRAY) {
@@ -128,7 +130,8 @@ GgufArray read_array(Reader& r, std::string_view key, uint32_t depth) {
     if (a.elem_type == GgufType::BOOL)
       for (uint64_t i = 0; i < a.count; ++i)
         if (a.raw[i] > 1)
-          r.error("metadata key '{}': BOOL array element {} is {}, not 0 or 1", key, i, a.raw[i]);
+          r.error("metadata key {}: BOOL array element {} is {}, not 0 or 1", quote(key), i,
+                  a.raw[i]);
   }
   return a;
 }
@@ -157,7 +160,7 @@ GgufValue read_value(Reader& r, GgufType type, std::string_view key, uint32_t de
       return GgufValue(r.read<double>("FLOAT64 value"));
     case GgufType::BOOL: {
       auto b = r.read<uint8_t>("BOOL value");
-      if (b > 1) r.error("metadata key '{}': BOOL value is {}, not 0 or 1", key, b);
+      if (b > 1) r.error("metadata key {}: BOOL value is {}, not 0 or 1", quote(key), b);
       return GgufValue(b == 1);
     }
     case GgufType::STRING:
@@ -196,8 +199,8 @@ void read_metadata(Reader& r, GgufFile::Shard& out) {
   for (uint64_t i = 0; i < n_kv; ++i) {
     r.set_context(fmt::format("metadata entry {}", i));
     std::string_view key = r.read_string("key");
-    r.set_context(fmt::format("metadata key '{}'", key));
-    if (!seen.insert(key).second) r.error("duplicate metadata key '{}'", key);
+    r.set_context(fmt::format("metadata key {}", quote(key)));
+    if (!seen.insert(key).second) r.error("duplicate metadata key {}", quote(key));
     GgufType type = read_type_tag(r, key, "value type");
     out.kv.push_back(GgufKV{key, read_value(r, type, key, 0)});
   }
@@ -205,10 +208,11 @@ void read_metadata(Reader& r, GgufFile::Shard& out) {
   for (const GgufKV& kv : out.kv) {
     if (kv.key != kAlignmentKey) continue;
     if (kv.value.type() != GgufType::U32)
-      r.error("'{}' has type {}, expected UINT32", kAlignmentKey, gguf_type_name(kv.value.type()));
+      r.error("{} has type {}, expected UINT32", quote(kAlignmentKey),
+              gguf_type_name(kv.value.type()));
     uint32_t a = kv.value.as<uint32_t>();
     if (a == 0 || (a & (a - 1)) != 0)
-      r.error("'{}' is {}, which is not a power of two", kAlignmentKey, a);
+      r.error("{} is {}, which is not a power of two", quote(kAlignmentKey), a);
     out.alignment = a;
   }
 }
@@ -222,40 +226,40 @@ GgufTensor read_tensor_info(Reader& r, uint64_t index, uint32_t alignment) {
   r.set_context(fmt::format("tensor record {}", index));
   GgufTensor t;
   t.name = r.read_string("name");
-  r.set_context(fmt::format("tensor '{}'", t.name));
+  r.set_context(fmt::format("tensor {}", quote(t.name)));
   auto n_dims = r.read<uint32_t>("dimension count");
   if (n_dims > kGgufMaxDims)
-    r.error("tensor '{}' has {} dimensions, more than the {} ggml allows", t.name, n_dims,
+    r.error("tensor {} has {} dimensions, more than the {} ggml allows", quote(t.name), n_dims,
             kGgufMaxDims);
   t.dims.resize(n_dims);
   for (uint32_t d = 0; d < n_dims; ++d) t.dims[d] = r.read<uint64_t>("dimension");
   uint64_t n_elements = 1;
   for (uint32_t d = 0; d < n_dims; ++d) {
     if (t.dims[d] == 0)
-      r.error("tensor '{}' has dimension {} = 0 in {}", t.name, d, dims_string(t.dims));
+      r.error("tensor {} has dimension {} = 0 in {}", quote(t.name), d, dims_string(t.dims));
     if (t.dims[d] > static_cast<uint64_t>(INT64_MAX))
-      r.error("tensor '{}' has negative dimension {} = {} (as int64) in {}", t.name, d,
+      r.error("tensor {} has negative dimension {} = {} (as int64) in {}", quote(t.name), d,
               static_cast<int64_t>(t.dims[d]), dims_string(t.dims));
     if (__builtin_mul_overflow(n_elements, t.dims[d], &n_elements))
-      r.error("tensor '{}': the element count of dims {} overflows 64 bits", t.name,
+      r.error("tensor {}: the element count of dims {} overflows 64 bits", quote(t.name),
               dims_string(t.dims));
   }
   auto type_id = r.read<uint32_t>("type");
   auto format = find_format(type_id);
-  if (!format) r.error("tensor '{}' has unknown ggml type id {}", t.name, type_id);
+  if (!format) r.error("tensor {} has unknown ggml type id {}", quote(t.name), type_id);
   t.type = format->type;
   uint64_t row = n_dims > 0 ? t.dims[0] : 1;
   if (row % format->block_size != 0)
-    r.error("tensor '{}' has row length ne[0] = {}, not a multiple of {}'s block size {}", t.name,
-            row, format->name, format->block_size);
+    r.error("tensor {} has row length ne[0] = {}, not a multiple of {}'s block size {}",
+            quote(t.name), row, format->name, format->block_size);
   uint64_t nbytes = 0;
   if (__builtin_mul_overflow(n_elements / format->block_size, format->block_bytes, &nbytes))
-    r.error("tensor '{}': the byte size of {} {} overflows 64 bits", t.name, format->name,
+    r.error("tensor {}: the byte size of {} {} overflows 64 bits", quote(t.name), format->name,
             dims_string(t.dims));
   t.nbytes = nbytes;
   t.offset = r.read<uint64_t>("offset");
   if (t.offset % alignment != 0)
-    r.error("tensor '{}' has offset {}, not a multiple of the alignment {}", t.name, t.offset,
+    r.error("tensor {} has offset {}, not a multiple of the alignment {}", quote(t.name), t.offset,
             alignment);
   return t;
 }
@@ -268,10 +272,10 @@ void check_data_section(Reader& r, GgufFile::Shard& out) {
     unsigned __int128 end = static_cast<unsigned __int128>(out.data_start) + t.offset + t.nbytes;
     if (end > size) {
       if (end > UINT64_MAX)
-        r.error("tensor '{}' with offset {} and {} bytes ends beyond 2^64; the file has {} bytes",
-                t.name, t.offset, t.nbytes, size);
-      r.error("tensor '{}' ends at byte {} but the file has {}", t.name, static_cast<uint64_t>(end),
-              size);
+        r.error("tensor {} with offset {} and {} bytes ends beyond 2^64; the file has {} bytes",
+                quote(t.name), t.offset, t.nbytes, size);
+      r.error("tensor {} ends at byte {} but the file has {}", quote(t.name),
+              static_cast<uint64_t>(end), size);
     }
     t.file_offset = out.data_start + t.offset;
     t.data = out.bytes.subspan(t.file_offset, t.nbytes);
@@ -285,8 +289,8 @@ void check_data_section(Reader& r, GgufFile::Shard& out) {
     const GgufTensor& a = *by_offset[i - 1];
     const GgufTensor& b = *by_offset[i];
     if (a.offset + a.nbytes > b.offset)
-      r.error("tensors '{}' (data bytes {}..{}) and '{}' (from {}) overlap", a.name, a.offset,
-              a.offset + a.nbytes, b.name, b.offset);
+      r.error("tensors {} (data bytes {}..{}) and {} (from {}) overlap", quote(a.name), a.offset,
+              a.offset + a.nbytes, quote(b.name), b.offset);
   }
 }
 
@@ -313,7 +317,7 @@ GgufFile::Shard parse_gguf(std::span<const uint8_t> bytes, std::string_view sour
   for (uint64_t i = 0; i < n_tensors; ++i) {
     out.tensors.push_back(read_tensor_info(r, i, out.alignment));
     if (!names.insert(out.tensors.back().name).second)
-      r.error("duplicate tensor name '{}'", out.tensors.back().name);
+      r.error("duplicate tensor name {}", quote(out.tensors.back().name));
   }
   r.set_context("");
   // Data starts at the next multiple of the alignment (ggml pads only when there are tensors).

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "base/error.h"
+#include "base/quote.h"
 #include "llm/gguf/split.h"
 
 namespace ugrad::llm {
@@ -58,33 +59,33 @@ void encode_body(std::vector<uint8_t>& out, std::string_view key, const GgufValu
 
 void encode_array_body(std::vector<uint8_t>& out, std::string_view key, const GgufArray& a) {
   if (static_cast<uint32_t>(a.elem_type) >= kGgufTypeCount)
-    fail("gguf writer: key '{}': array element type {} is not a GGUF type", key,
+    fail("gguf writer: key {}: array element type {} is not a GGUF type", quote(key),
          static_cast<uint32_t>(a.elem_type));
   put<uint32_t>(out, static_cast<uint32_t>(a.elem_type));
   put<uint64_t>(out, a.count);
   if (a.elem_type == GgufType::STRING) {
     if (a.strings.size() != a.count)
-      fail("gguf writer: key '{}': array says {} strings but holds {}", key, a.count,
+      fail("gguf writer: key {}: array says {} strings but holds {}", quote(key), a.count,
            a.strings.size());
     for (std::string_view s : a.strings) put_string(out, s);
   } else if (a.elem_type == GgufType::ARRAY) {
     if (a.arrays.size() != a.count)
-      fail("gguf writer: key '{}': array says {} arrays but holds {}", key, a.count,
+      fail("gguf writer: key {}: array says {} arrays but holds {}", quote(key), a.count,
            a.arrays.size());
     for (const GgufValue& e : a.arrays) {
       if (e.type() != GgufType::ARRAY)
-        fail("gguf writer: key '{}': element of an ARRAY of ARRAY has type {}", key,
+        fail("gguf writer: key {}: element of an ARRAY of ARRAY has type {}", quote(key),
              gguf_type_name(e.type()));
       encode_array_body(out, key, e.as<GgufArray>());
     }
   } else {
     uint64_t size = gguf_type_size(a.elem_type);
     if (a.raw.size() / size != a.count || a.raw.size() % size != 0)
-      fail("gguf writer: key '{}': array says {} {} elements but holds {} bytes", key, a.count,
+      fail("gguf writer: key {}: array says {} {} elements but holds {} bytes", quote(key), a.count,
            gguf_type_name(a.elem_type), a.raw.size());
     if (a.elem_type == GgufType::BOOL)
       for (uint8_t b : a.raw)
-        if (b > 1) fail("gguf writer: key '{}': BOOL array element is {}, not 0 or 1", key, b);
+        if (b > 1) fail("gguf writer: key {}: BOOL array element is {}, not 0 or 1", quote(key), b);
     put_bytes(out, a.raw.data(), a.raw.size());
   }
 }
@@ -128,14 +129,16 @@ struct FileCloser {
 // Creates `path` and lets `body` write it through a large buffer; I/O errors name the path.
 void write_file(const std::string& path, const std::function<void(std::FILE*)>& body) {
   std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) fail("gguf writer: cannot create '{}': {}", path, std::strerror(errno));
+  if (!f) fail("gguf writer: cannot create {}: {}", quote(path), std::strerror(errno));
   std::unique_ptr<std::FILE, FileCloser> guard(f);
   std::vector<char> buffer(kFileBuffer);
   std::setvbuf(f, buffer.data(), _IOFBF, buffer.size());
   body(f);
-  if (std::fflush(f) != 0) fail("gguf writer: cannot write '{}': {}", path, std::strerror(errno));
+  if (std::fflush(f) != 0)
+    fail("gguf writer: cannot write {}: {}", quote(path), std::strerror(errno));
   guard.release();
-  if (std::fclose(f) != 0) fail("gguf writer: cannot close '{}': {}", path, std::strerror(errno));
+  if (std::fclose(f) != 0)
+    fail("gguf writer: cannot close {}: {}", quote(path), std::strerror(errno));
 }
 
 }  // namespace
@@ -150,7 +153,7 @@ class GgufWriter::Sink {
     if (buffer_) {
       put_bytes(*buffer_, p, n);
     } else if (n > 0 && std::fwrite(p, 1, n, file_) != n) {
-      fail("gguf writer: cannot write '{}': {}", path_, std::strerror(errno));
+      fail("gguf writer: cannot write {}: {}", quote(path_), std::strerror(errno));
     }
     written_ += n;
   }
@@ -179,10 +182,10 @@ void GgufWriter::set(std::string_view key, const GgufValue& value) {
   encode_body(enc, key, value);
   if (key == kAlignmentKey) {
     if (value.type() != GgufType::U32)
-      fail("gguf writer: '{}' must be UINT32, not {}", key, gguf_type_name(value.type()));
+      fail("gguf writer: {} must be UINT32, not {}", quote(key), gguf_type_name(value.type()));
     uint32_t a = value.as<uint32_t>();
     if (a == 0 || (a & (a - 1)) != 0)
-      fail("gguf writer: '{}' is {}, which is not a power of two", key, a);
+      fail("gguf writer: {} is {}, which is not a power of two", quote(key), a);
     alignment_ = a;
   }
   set_encoded(key, std::move(enc));
@@ -246,25 +249,26 @@ void GgufWriter::add_tensor_ref(std::string name, std::vector<uint64_t> dims, Gg
 
 void GgufWriter::add_checked(Tensor t) {
   if (t.name.size() > kGgufMaxTensorName)
-    fail("gguf writer: tensor name '{}' is {} bytes, longer than ggml's {}", t.name, t.name.size(),
-         kGgufMaxTensorName);
-  if (tensor_index_.contains(t.name)) fail("gguf writer: duplicate tensor name '{}'", t.name);
+    fail("gguf writer: tensor name {} is {} bytes, longer than ggml's {}", quote(t.name),
+         t.name.size(), kGgufMaxTensorName);
+  if (tensor_index_.contains(t.name)) fail("gguf writer: duplicate tensor name {}", quote(t.name));
   if (t.dims.empty() || t.dims.size() > 4)
-    fail("gguf writer: tensor '{}' has {} dimensions, expected 1 to 4", t.name, t.dims.size());
+    fail("gguf writer: tensor {} has {} dimensions, expected 1 to 4", quote(t.name), t.dims.size());
   const QuantFormat& f = format_of(t.type);
   uint64_t n = 1;
   for (uint64_t d : t.dims)
     if (d == 0 || d > static_cast<uint64_t>(INT64_MAX) || __builtin_mul_overflow(n, d, &n))
-      fail("gguf writer: tensor '{}' has invalid dims {}", t.name, dims_string(t.dims));
+      fail("gguf writer: tensor {} has invalid dims {}", quote(t.name), dims_string(t.dims));
   if (t.dims[0] % f.block_size != 0)
-    fail("gguf writer: tensor '{}' has row length {}, not a multiple of {}'s block size {}", t.name,
-         t.dims[0], f.name, f.block_size);
+    fail("gguf writer: tensor {} has row length {}, not a multiple of {}'s block size {}",
+         quote(t.name), t.dims[0], f.name, f.block_size);
   uint64_t nbytes = 0;
   if (__builtin_mul_overflow(n / f.block_size, f.block_bytes, &nbytes))
-    fail("gguf writer: tensor '{}' of {} {} is too large", t.name, f.name, dims_string(t.dims));
+    fail("gguf writer: tensor {} of {} {} is too large", quote(t.name), f.name,
+         dims_string(t.dims));
   if (!t.owned.empty() || t.data.empty()) t.data = t.owned;
   if (t.data.size() != nbytes)
-    fail("gguf writer: tensor '{}' ({} {}) needs {} bytes but was given {}", t.name, f.name,
+    fail("gguf writer: tensor {} ({} {}) needs {} bytes but was given {}", quote(t.name), f.name,
          dims_string(t.dims), nbytes, t.data.size());
   tensor_index_.emplace(t.name, tensors_.size());
   tensors_.push_back(std::move(t));  // moving `owned` keeps its buffer, so `data` stays valid

@@ -1,6 +1,7 @@
 #include "llm/models/gguf_vocab.h"
 
 #include "base/error.h"
+#include "base/quote.h"
 
 namespace ugrad::llm {
 
@@ -8,8 +9,8 @@ VocabData vocab_from_gguf(const GgufFile& file) {
   if (!file.has("tokenizer.ggml.tokens"))
     fail("gguf: the model has no tokenizer (tokenizer.ggml.tokens)");
   if (file.has("tokenizer.ggml.model") && file.get_string("tokenizer.ggml.model") != "gpt2")
-    fail("gguf: tokenizer.ggml.model '{}' is not supported (only gpt2 byte-level BPE)",
-         file.get_string("tokenizer.ggml.model"));
+    fail("gguf: tokenizer.ggml.model {} is not supported (only gpt2 byte-level BPE)",
+         quote(file.get_string("tokenizer.ggml.model")));
   VocabData v;
   for (std::string_view t : file.get_array_strings("tokenizer.ggml.tokens"))
     v.tokens.emplace_back(t);

@@ -1,6 +1,7 @@
 #include "llm/models/model.h"
 
 #include "base/error.h"
+#include "base/quote.h"
 #include "llm/models/qwen3.h"
 #include "llm/models/qwen35.h"
 
@@ -17,7 +18,7 @@ std::unique_ptr<LanguageModel> load_model(const GgufFile& file, int64_t max_cont
     case ModelArch::kQwen35Moe:
       return std::make_unique<Qwen35Model>(file, max_context, device);
   }
-  fail("model: architecture '{}' is not supported yet", arch_name(config.arch));
+  fail("model: architecture {} is not supported yet", quote(arch_name(config.arch)));
 }
 
 }  // namespace ugrad::llm

@@ -1,6 +1,7 @@
 #include "llm/models/qwen3.h"
 
 #include "base/error.h"
+#include "base/quote.h"
 
 namespace ugrad::llm {
 
@@ -8,7 +9,7 @@ Qwen3Model::Qwen3Model(const GgufFile& file, int64_t max_context, const std::str
     : ChunkedModel(file, max_context, device, "qwen3") {
   // ModelConfig also reads the qwen35 hybrids, whose layers this model cannot run.
   if (config_.arch != ModelArch::kQwen3 && config_.arch != ModelArch::kQwen3Moe)
-    fail("model: architecture '{}' is not a Qwen3 model", arch_name(config_.arch));
+    fail("model: architecture {} is not a Qwen3 model", quote(arch_name(config_.arch)));
   for (const LayerWeights& lw : weights_.layers)
     layers_.push_back(Layer{
         load(lw.attn_norm), load_linear(lw.attn_q), load_linear(lw.attn_k), load_linear(lw.attn_v),

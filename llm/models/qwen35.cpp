@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/quote.h"
 #include "runtime/jit.h"
 
 namespace ugrad::llm {
@@ -118,7 +119,7 @@ Tensor gated_delta_rule(const Tensor& state, const Tensor& q, const Tensor& k, c
 Qwen35Model::Qwen35Model(const GgufFile& file, int64_t max_context, const std::string& device)
     : ChunkedModel(file, max_context, device, "qwen35") {
   if (config_.arch != ModelArch::kQwen35 && config_.arch != ModelArch::kQwen35Moe)
-    fail("model: architecture '{}' is not a Qwen3.5 model", arch_name(config_.arch));
+    fail("model: architecture {} is not a Qwen3.5 model", quote(arch_name(config_.arch)));
   const HybridConfig& hc = *config_.hybrid;
   if (hc.conv_kernel < 2)
     fail("model: a conv kernel of {} taps is not supported (at least 2)", hc.conv_kernel);

@@ -4,7 +4,9 @@
 #include <mutex>
 
 #include "base/error.h"
+#include "base/quote.h"
 #include "llm/tokenizer/byte_unicode.h"
+#include "llm/tokenizer/normalize.h"
 #include "llm/tokenizer/utf8.h"
 
 namespace ugrad::llm {
@@ -61,6 +63,7 @@ struct Candidate {
 
 struct BpeTokenizer::Scratch {
   std::mutex mutex;
+  std::string normalized;  // the fragment in NFC, when the pre-tokenizer asks for it
   std::vector<std::string_view> pieces;
   std::vector<Symbol> symbols;
   std::vector<Candidate> heap;
@@ -90,17 +93,18 @@ BpeTokenizer::BpeTokenizer(VocabData data)
     if (!data.token_types.empty()) {
       const int32_t t = data.token_types[i];
       if (t < 1 || t > 6)
-        fail("tokenizer: token {} '{}' has unknown token type {}", id, texts_[i], t);
+        fail("tokenizer: token {} {} has unknown token type {}", id, quote(texts_[i]), t);
       types_[i] = static_cast<TokenType>(t);
     }
     text_to_id_.emplace(texts_[i], id);  // the first of duplicate texts wins
     if (types_[i] == TokenType::kNormal) {
       std::optional<std::string> bytes = byte_level_to_bytes(texts_[i]);
-      if (!bytes) fail("tokenizer: normal token {} '{}' is not byte-level BPE text", id, texts_[i]);
+      if (!bytes)
+        fail("tokenizer: normal token {} {} is not byte-level BPE text", id, quote(texts_[i]));
       pieces_[i] = std::move(*bytes);
     } else if (types_[i] == TokenType::kByte) {
       std::optional<uint8_t> b = parse_byte_token(texts_[i]);
-      if (!b) fail("tokenizer: byte token {} is '{}', expected <0xHH>", id, texts_[i]);
+      if (!b) fail("tokenizer: byte token {} is {}, expected <0xHH>", id, quote(texts_[i]));
       pieces_[i] = std::string(1, static_cast<char>(*b));
     } else {
       pieces_[i] = texts_[i];
@@ -121,7 +125,7 @@ BpeTokenizer::BpeTokenizer(VocabData data)
     const std::string text = bytes_to_byte_level(std::string(1, static_cast<char>(b)));
     auto it = text_to_id_.find(text);
     if (it == text_to_id_.end() || types_[it->second] != TokenType::kNormal) {
-      fail("tokenizer: the vocabulary has no normal token for byte 0x{:02X} ('{}')", b, text);
+      fail("tokenizer: the vocabulary has no normal token for byte 0x{:02X} ({})", b, quote(text));
     }
     byte_token_[b] = it->second;
   }
@@ -131,14 +135,14 @@ BpeTokenizer::BpeTokenizer(VocabData data)
     const std::string_view merge = data.merges[rank];
     const size_t space = merge.find(' ', 1);
     if (space == std::string_view::npos) {
-      fail("tokenizer: merge {} '{}' is not two pieces separated by a space", rank, merge);
+      fail("tokenizer: merge {} {} is not two pieces separated by a space", rank, quote(merge));
     }
     const std::string_view left = merge.substr(0, space), right = merge.substr(space + 1);
     auto l = text_to_id_.find(left), r = text_to_id_.find(right);
     auto result = text_to_id_.find(std::string(left) + std::string(right));
     if (l == text_to_id_.end() || r == text_to_id_.end() || result == text_to_id_.end()) {
-      fail("tokenizer: merge {} '{}' names a piece or result that is not in the vocabulary", rank,
-           merge);
+      fail("tokenizer: merge {} {} names a piece or result that is not in the vocabulary", rank,
+           quote(merge));
     }
     merges_.insert(l->second, r->second, {static_cast<int32_t>(rank), result->second});
   }
@@ -198,6 +202,12 @@ std::vector<TokenId> BpeTokenizer::encode(std::string_view text, bool allow_spec
 void BpeTokenizer::encode_fragment(std::string_view fragment, std::vector<TokenId>& out,
                                    Scratch& s) const {
   if (fragment.empty()) return;
+  // As the Hugging Face tokenizer: special tokens are split out of the raw text, then each
+  // fragment between them is normalized.
+  if (pre_.normalizes_nfc() && !is_nfc_quick(fragment)) {
+    s.normalized = to_nfc(fragment);
+    fragment = s.normalized;
+  }
   s.pieces.clear();
   pre_.split(fragment, s.pieces);
   for (std::string_view piece : s.pieces) encode_word(piece, out, s);

@@ -1,7 +1,9 @@
 // Byte-level BPE tokenizer (GPT-2 style, as llama.cpp's LLAMA_VOCAB_TYPE_BPE): special tokens are
-// split out first (longest match), the rest is pre-tokenized by regex, each piece is mapped to the
-// byte-level alphabet and merged pair by pair in merge-rank order. A cache maps recent words to
-// their ids. encode() may be called from several threads; calls are serialised by a lock.
+// split out first (longest match), the rest is normalized to NFC when the vocabulary's tokenizer
+// declares it (as the Hugging Face tokenizer does; llama.cpp does not) and pre-tokenized by regex,
+// each piece is mapped to the byte-level alphabet and merged pair by pair in merge-rank order. A
+// cache maps recent words to their ids. encode() may be called from several threads; calls are
+// serialised by a lock.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -29,6 +31,8 @@ class BpeTokenizer {
 
   /// Token ids for UTF-8 `text` (Error if it is not valid UTF-8). User-defined tokens (<think>)
   /// are always matched; control tokens (<|im_start|>) only when `allow_special`. No BOS is added.
+  /// Text between special tokens is normalized first if the pre-tokenizer says so (qwen2, qwen35:
+  /// NFC), so decode(encode(t)) is NFC(t).
   std::vector<TokenId> encode(std::string_view text, bool allow_special = true) const;
 
   /// The bytes of the tokens, concatenated; may end inside a UTF-8 sequence (see StreamDecoder).

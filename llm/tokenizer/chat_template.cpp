@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "base/error.h"
+#include "base/quote.h"
 #include "llm/tokenizer/utf8.h"
 
 namespace ugrad::llm {
@@ -93,8 +94,8 @@ void tool_response(std::string& out, std::span<const ChatMessage> messages, size
 }
 
 [[noreturn]] void unknown_role(size_t i, std::string_view role) {
-  fail("chat template: message {} has role '{}'; expected system, user, assistant or tool", i,
-       role);
+  fail("chat template: message {} has role {}; expected system, user, assistant or tool", i,
+       quote(role));
 }
 
 std::string format_qwen3(std::span<const ChatMessage> messages, const ChatOptions& options) {
@@ -201,7 +202,7 @@ std::string format_qwen35(std::span<const ChatMessage> messages, const ChatOptio
 ChatTemplate chat_template_for_pre(std::string_view pre_name) {
   if (pre_name == "qwen2") return ChatTemplate::kQwen3;
   if (pre_name == "qwen35") return ChatTemplate::kQwen35;
-  fail("chat template: no template known for pre-tokenizer '{}'", pre_name);
+  fail("chat template: no template known for pre-tokenizer {}", quote(pre_name));
 }
 
 std::string format_chat(ChatTemplate tmpl, std::span<const ChatMessage> messages,

@@ -4,6 +4,7 @@
 #include <pcre2.h>
 
 #include "base/error.h"
+#include "base/quote.h"
 
 namespace ugrad::llm {
 
@@ -28,13 +29,28 @@ std::string pcre2_message(int code) {
   return reinterpret_cast<const char*>(buf);
 }
 
+// What llama.cpp's regex and the Hugging Face tokenizer.json declare for a pre-tokenizer name.
+struct PreTokenizerSpec {
+  std::string_view name;
+  std::string_view regex;
+  bool nfc;  // tokenizer.json's normalizer is NFC (Qwen2/2.5/3 and Qwen3.5 both have one)
+};
+constexpr PreTokenizerSpec kPreTokenizers[] = {
+    {"qwen2", kQwen2Regex, true},
+    {"qwen35", kQwen35Regex, true},
+};
+
+const PreTokenizerSpec& pretokenizer_spec(std::string_view pre_name) {
+  for (const PreTokenizerSpec& spec : kPreTokenizers)
+    if (spec.name == pre_name) return spec;
+  fail("tokenizer: unknown pre-tokenizer {} (tokenizer.ggml.pre); known: qwen2, qwen35",
+       quote(pre_name));
+}
+
 }  // namespace
 
 std::string_view pretokenizer_regex(std::string_view pre_name) {
-  if (pre_name == "qwen2") return kQwen2Regex;
-  if (pre_name == "qwen35") return kQwen35Regex;
-  fail("tokenizer: unknown pre-tokenizer '{}' (tokenizer.ggml.pre); known: qwen2, qwen35",
-       pre_name);
+  return pretokenizer_spec(pre_name).regex;
 }
 
 struct PreTokenizer::Impl {
@@ -44,14 +60,14 @@ struct PreTokenizer::Impl {
 };
 
 PreTokenizer::PreTokenizer(std::string_view pre_name)
-    : name_(pre_name), impl_(std::make_unique<Impl>()) {
+    : name_(pre_name), nfc_(pretokenizer_spec(pre_name).nfc), impl_(std::make_unique<Impl>()) {
   const std::string_view regex = pretokenizer_regex(pre_name);
   int error = 0;
   PCRE2_SIZE error_offset = 0;
   impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(regex.data()), regex.size(),
                               PCRE2_UTF | PCRE2_UCP, &error, &error_offset, nullptr);
   if (!impl_->code) {
-    fail("tokenizer: pre-tokenizer '{}' regex does not compile at offset {}: {}", pre_name,
+    fail("tokenizer: pre-tokenizer {} regex does not compile at offset {}: {}", quote(pre_name),
          error_offset, pcre2_message(error));
   }
   // Without JIT support (some platforms) pcre2_match interprets the pattern; slower, same result.
@@ -89,7 +105,7 @@ void PreTokenizer::split(std::string_view text, std::vector<std::string_view>& o
     }
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0) {
-      fail("tokenizer: pre-tokenizer '{}' failed at byte {} of a {}-byte text: {}", name_, pos,
+      fail("tokenizer: pre-tokenizer {} failed at byte {} of a {}-byte text: {}", quote(name_), pos,
            text.size(), pcre2_message(rc));
     }
     const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(match.get());

@@ -28,9 +28,14 @@ class PreTokenizer {
   /// The `tokenizer.ggml.pre` name this pre-tokenizer was built for.
   const std::string& name() const { return name_; }
 
+  /// True when the vocabulary's tokenizer normalizes text to NFC before splitting it (declared
+  /// in its tokenizer.json, which GGUF does not carry: known from the name).
+  bool normalizes_nfc() const { return nfc_; }
+
  private:
   struct Impl;
   std::string name_;
+  bool nfc_;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -41,6 +41,14 @@ std::string StreamDecoder::flush() {
   return out;
 }
 
+std::string decode_text(const BpeTokenizer& tokenizer, std::span<const TokenId> ids,
+                        bool render_special) {
+  StreamDecoder decoder(tokenizer, render_special);
+  std::string out;
+  for (TokenId id : ids) out += decoder.push(id);
+  return out + decoder.flush();
+}
+
 std::string sanitize_utf8(std::string_view bytes) {
   std::string out;
   out.reserve(bytes.size());

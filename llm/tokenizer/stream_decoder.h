@@ -2,6 +2,7 @@
 // UTF-8. A token may end inside a multi-byte character (byte-level BPE splits emoji and CJK across
 // tokens); those bytes are held until the character is complete.
 #pragma once
+#include <span>
 #include <string>
 
 #include "llm/tokenizer/bpe.h"
@@ -29,6 +30,12 @@ class StreamDecoder {
   bool render_special_;
   std::string pending_;
 };
+
+/// The text of `ids` as a StreamDecoder gives it when fed them all and flushed: valid UTF-8,
+/// with bytes that never complete a character (an unfinished one at the end) as U+FFFD. What
+/// ugrad prints as one piece (llm --json) uses this, so it matches the streamed text.
+std::string decode_text(const BpeTokenizer& tokenizer, std::span<const TokenId> ids,
+                        bool render_special = true);
 
 /// Valid UTF-8 for `bytes`: each maximal invalid subpart becomes one U+FFFD (the WHATWG and
 /// Unicode 3.9 "best practice"). An incomplete sequence at the end is replaced as well.

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "base/quote.h"
 #include "runtime/amd/amd_program.h"
 #include "runtime/launch_dims.h"
 
@@ -60,6 +61,7 @@ class NullAmdDevice : public Device {
     eval_launch_dims(p.source(), vars, p.binary().kernel().max_flat_workgroup_size);
     pack_kernel_args(p.binary(), buffers, vars);
   }
+  bool runs_kernels() const override { return false; }
 
  private:
   std::string name_;
@@ -75,8 +77,8 @@ std::unique_ptr<Device> make_null_amd_device(const std::string& arch) {
   if (std::find(known.begin(), known.end(), arch) == known.end()) {
     std::string names;
     for (std::string_view k : known) names += fmt::format("{}{}", names.empty() ? "" : ", ", k);
-    fail("unknown device 'NULL:{}': AMD architecture '{}' is not supported (known: {})", arch, arch,
-         names);
+    fail("unknown device 'NULL:{}': AMD architecture {} is not supported (known: {})", arch,
+         quote(arch), names);
   }
   return std::make_unique<NullAmdDevice>(arch);
 }

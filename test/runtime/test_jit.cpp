@@ -129,6 +129,39 @@ TEST_CASE("DEBUG=2 times every replayed kernel, as it times kernels run through 
   CHECK(lines == jit.captured_kernels());
 }
 
+TEST_CASE("DEBUG=2 on a device that runs nothing prints no time or speed (issue #28)") {
+  // NULL compiles every kernel and runs none: a time, GFLOP/s or GB/s there would be made up.
+  CHECK(get_device("CPU").runs_kernels());
+  CHECK_FALSE(get_device("NULL").runs_kernels());
+  ScopedKnob debug(Knob::DEBUG, "2");
+  const auto check_lines = [](const std::string& log, const std::string& head) {
+    size_t lines = 0;
+    for (size_t at = log.find(head); at != std::string::npos; at = log.find(head, at + 1)) {
+      if (at != 0 && log[at - 1] != '\n') continue;
+      const std::string line = log.substr(at, log.find('\n', at) - at);
+      CAPTURE(line);
+      CHECK(line.find("compiled, not run (NULL runs nothing: no time)") != std::string::npos);
+      CHECK(line.find(" ms ") == std::string::npos);
+      CHECK(line.find("GFLOP/s") == std::string::npos);
+      CHECK(line.find("GB/s") == std::string::npos);
+      ++lines;
+    }
+    return lines;
+  };
+  UOp a = input({64}, dtypes::float32, "NULL");
+  const std::string log = capture_stderr([&] { realize(std::vector<UOp>{a * a + a}); });
+  CAPTURE(log);
+  CHECK(check_lines(log, "NULL ") >= 1);
+
+  GraphJit jit(
+      [](const std::vector<UOp>& in, const VarVals&) { return std::vector<UOp>{in[0] + in[0]}; });
+  UOp b = input({16}, dtypes::float32, "NULL");
+  for (int call = 0; call < 2; ++call) jit({b});
+  const std::string replay = capture_stderr([&] { jit({b}); });
+  CAPTURE(replay);
+  CHECK(check_lines(replay, "replay ") == jit.captured_kernels());
+}
+
 TEST_CASE("pitfall: an input of another shape or dtype than captured is an error") {
   GraphJit jit(
       [](const std::vector<UOp>& in, const VarVals&) { return std::vector<UOp>{in[0] + in[0]}; });

@@ -4,12 +4,14 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
 
 #include "base/error.h"
@@ -17,7 +19,10 @@
 #include "llm/cli/options.h"
 #include "llm/config/demo_model.h"
 #include "llm/models/generate.h"
+#include "llm/models/gguf_vocab.h"
 #include "llm/models/model.h"
+#include "llm/tokenizer/stream_decoder.h"
+#include "llm/tokenizer/utf8.h"
 
 using namespace ugrad;
 using namespace ugrad::llm;
@@ -29,8 +34,10 @@ struct RunResult {
   std::string output;  // stdout and stderr
 };
 
-RunResult run_llm(const std::string& args) {
-  std::string cmd = std::string(UGRAD_LLM_BINARY) + " " + args + " 2>&1";
+// Runs `llm args`; the output is stdout and stderr, or stdout alone without `with_stderr`.
+RunResult run_llm(const std::string& args, bool with_stderr = true) {
+  std::string cmd =
+      std::string(UGRAD_LLM_BINARY) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
   FILE* pipe = popen(cmd.c_str(), "r");
   REQUIRE(pipe != nullptr);
   std::string out;
@@ -69,6 +76,112 @@ std::vector<int32_t> json_ids(const std::string& json, const std::string& key) {
   }
   return ids;
 }
+
+// A strict JSON reader (RFC 8259) that also requires valid UTF-8: what a strict client does with
+// llm --json. Returns false on anything it would reject; the string values of key `want` go to
+// `found`, unescaped.
+class StrictJson {
+ public:
+  StrictJson(std::string_view text, std::string want) : s_(text), want_(std::move(want)) {}
+  bool parse() {
+    ws();
+    if (!value()) return false;
+    ws();
+    return p_ == s_.size();
+  }
+  std::vector<std::string> found;
+
+ private:
+  bool value() {
+    if (p_ >= s_.size()) return false;
+    const char c = s_[p_];
+    if (c == '{') return object();
+    if (c == '[') return array();
+    if (c == '"') return string(nullptr);
+    for (std::string_view word : {"true", "false", "null"})
+      if (s_.substr(p_, word.size()) == word) return p_ += word.size(), true;
+    return number();
+  }
+  bool object() {
+    ++p_;
+    ws();
+    if (eat('}')) return true;
+    do {
+      ws();
+      std::string key;
+      if (!string(&key)) return false;
+      ws();
+      if (!eat(':')) return false;
+      ws();
+      if (key == want_ && p_ < s_.size() && s_[p_] == '"') {
+        found.emplace_back();
+        if (!string(&found.back())) return false;
+      } else if (!value()) {
+        return false;
+      }
+      ws();
+    } while (eat(','));
+    return eat('}');
+  }
+  bool array() {
+    ++p_;
+    ws();
+    if (eat(']')) return true;
+    do {
+      ws();
+      if (!value()) return false;
+      ws();
+    } while (eat(','));
+    return eat(']');
+  }
+  bool string(std::string* out) {
+    if (!eat('"')) return false;
+    while (p_ < s_.size()) {
+      const auto c = static_cast<uint8_t>(s_[p_]);
+      if (c == '"') return ++p_, true;
+      if (c < 0x20) return false;
+      if (c == '\\') {
+        if (++p_ >= s_.size()) return false;
+        const char e = s_[p_++];
+        if (e == 'u') {
+          if (p_ + 4 > s_.size()) return false;
+          const uint32_t cp = std::stoul(std::string(s_.substr(p_, 4)), nullptr, 16);
+          p_ += 4;
+          if (out) append_utf8(*out, cp);  // (no surrogate pairs in what llm writes)
+        } else if (std::string_view("\"\\/bfnrt").find(e) != std::string_view::npos) {
+          if (out) *out += e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e;
+        } else {
+          return false;
+        }
+        continue;
+      }
+      const Utf8Step step = utf8_step(s_, p_);
+      if (step.kind != Utf8Step::kComplete) return false;
+      if (out) out->append(s_.substr(p_, step.len));
+      p_ += step.len;
+    }
+    return false;
+  }
+  bool number() {
+    const size_t start = p_;
+    eat('-');
+    while (p_ < s_.size() &&
+           std::string_view("0123456789.eE+-").find(s_[p_]) != std::string_view::npos)
+      ++p_;
+    return p_ > start && std::isdigit(static_cast<unsigned char>(s_[p_ - 1]));
+  }
+  bool eat(char c) { return p_ < s_.size() && s_[p_] == c ? (++p_, true) : false; }
+  void ws() {
+    while (p_ < s_.size() && std::string_view(" \t\n\r").find(s_[p_]) != std::string_view::npos)
+      ++p_;
+  }
+  std::string_view s_;
+  size_t p_ = 0;
+  std::string want_;
+};
+
+// What llm writes to stdout, for output a program would parse.
+std::string stdout_of_llm(const std::string& args) { return run_llm(args, false).output; }
 
 }  // namespace
 
@@ -150,6 +263,32 @@ TEST_CASE(
   std::filesystem::remove(path);
 }
 
+TEST_CASE("llm --json: valid UTF-8 JSON when the tokens end inside a character (issue #28)") {
+  // The demo vocabulary is the 256 byte tokens (and a few merges): a random model emits bytes
+  // that do not complete characters, as byte-level BPE splits characters across tokens.
+  std::string path = write_demo("utf8.gguf", ModelArch::kQwen3);
+  BpeTokenizer tok(vocab_from_gguf(GgufFile::open(path)));
+  int broken = 0;
+  for (int seed = 1; seed <= 8 && broken < 2; ++seed) {
+    const std::string out = stdout_of_llm("--model " + path +
+                                          " --prompt-ids 5,9,14,200,33 --max-tokens 5 --json "
+                                          "--temperature 1 --seed " +
+                                          std::to_string(seed));
+    CAPTURE(out);
+    StrictJson json(out, "text");
+    CHECK(json.parse());
+    REQUIRE(json.found.size() == 1);
+    const std::vector<int32_t> ids = json_ids(out, "generated_ids");
+    const std::string raw = tok.decode(ids, false);
+    // The text is what the streaming decoder gives: held-back bytes, then U+FFFD for what never
+    // completes.
+    CHECK(json.found[0] == decode_text(tok, ids, false));
+    broken += utf8_invalid_offset(raw) != raw.size();
+  }
+  CHECK(broken >= 1);  // the raw bytes were not UTF-8 at least once: the case of the issue
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("llm runs the hybrid and MoE families, and --benchmark reports speeds") {
   for (ModelArch arch : {ModelArch::kQwen35, ModelArch::kQwen3Moe, ModelArch::kQwen35Moe}) {
     std::string path = write_demo("family.gguf", arch);
@@ -177,6 +316,48 @@ TEST_CASE("llm --device NULL:gfx1100 compiles every family's kernels for RDNA3")
   }
 }
 
+TEST_CASE("llm --benchmark, --json and DEBUG=2 on a NULL device claim no speed (issue #28)") {
+  std::string path = write_demo("null_bench.gguf", ModelArch::kQwen3);
+  const std::string args =
+      "--model " + path + " --prompt hello --raw --max-tokens 2 --device NULL:gfx1100";
+  RunResult bench = run_llm(args + " --benchmark");
+  CAPTURE(bench.output);
+  CHECK(bench.status == 0);
+  CHECK(bench.output.find("tok/s") == std::string::npos);
+  CHECK(bench.output.find("GB/s") == std::string::npos);
+  std::smatch m;
+  CHECK(std::regex_search(bench.output, m,
+                          std::regex("compiled ([0-9]+) kernels in [0-9.]+ s \\| prefill [0-9]+ "
+                                     "tokens, decode 2 tokens: no speed, device NULL:gfx1100 "
+                                     "runs no kernels")));
+  if (!m.empty()) CHECK(std::stoi(m[1]) > 0);
+  const std::string json = stdout_of_llm(args + " --json");
+  CAPTURE(json);
+  CHECK(json.find("\"prefill_tok_s\":null,\"decode_tok_s\":null") != std::string::npos);
+  CHECK(StrictJson(json, "text").parse());
+  ::setenv("DEBUG", "2", 1);
+  RunResult debug = run_llm(args);
+  ::unsetenv("DEBUG");
+  CHECK(debug.status == 0);
+  // One line per kernel launch on NULL:gfx1100 and per JIT replay (of the model, on that device);
+  // the few CPU kernels (host-side conversions at load) do run and keep their times.
+  size_t null_lines = 0, replay_lines = 0;
+  std::istringstream lines(debug.output);
+  for (std::string line; std::getline(lines, line);) {
+    const bool on_null = line.starts_with("NULL:gfx1100 "), replay = line.starts_with("replay ");
+    if (!on_null && !replay) continue;
+    CAPTURE(line);
+    CHECK(line.find("compiled, not run (NULL:gfx1100 runs nothing: no time)") != std::string::npos);
+    CHECK(line.find("GFLOP/s") == std::string::npos);
+    CHECK(line.find("GB/s") == std::string::npos);
+    CHECK(line.find(" ms ") == std::string::npos);
+    null_lines += on_null, replay_lines += replay;
+  }
+  CHECK(null_lines > 0);
+  CHECK(replay_lines > 0);
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("llm errors: non-zero exit and a message naming the problem") {
   std::string path = write_demo("err.gguf", ModelArch::kQwen3);
   auto fails = [](const std::string& args, const std::string& what) {
@@ -201,5 +382,24 @@ TEST_CASE("llm errors: non-zero exit and a message naming the problem") {
   }
   fails("--model " + cut + " --prompt hi", "llm: gguf: ");
   std::filesystem::remove(cut);
+  // Issue #28: a flipped byte in the first key's length; the key's bytes come out escaped and the
+  // message ends with what is wrong.
+  std::string flipped = temp_path("flipped.gguf").string();
+  {
+    std::ifstream in(path, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    REQUIRE(bytes[24] == 20);  // strlen("general.architecture")
+    bytes[24] ^= 0x02;
+    std::ofstream(flipped, std::ios::binary) << bytes;
+  }
+  RunResult r = run_llm("--model " + flipped + " --prompt hi");
+  CAPTURE(r.output);
+  CHECK(r.status != 0);
+  CHECK(r.output.ends_with(
+      "metadata key 'general.architecture\\x08\\x00' has unknown value type 327680\n"));
+  const std::string message = r.output.substr(0, r.output.size() - 1);
+  CHECK(std::none_of(message.begin(), message.end(),
+                     [](char c) { return static_cast<uint8_t>(c) < 0x20; }));
+  std::filesystem::remove(flipped);
   std::filesystem::remove(path);
 }

@@ -198,9 +198,63 @@ TEST_CASE("gguf errors: files on disk") {
   { std::ofstream(dir.file("empty.gguf")); }
   CHECK_THROWS_WITH_AS(
       GgufFile::open(dir.file("empty.gguf")),
-      doctest::Contains((dir.file("empty.gguf") + ": truncated file: 0 bytes").c_str()), Error);
+      doctest::Contains(("'" + dir.file("empty.gguf") + "': truncated file: 0 bytes").c_str()),
+      Error);
   CHECK_THROWS_WITH_AS(GgufFile::open(dir.file("")), doctest::Contains("not a regular file"),
                        Error);
+}
+
+// True when `s` is valid UTF-8 without control characters (C0, DEL, C1): safe on a terminal.
+bool printable_message(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<uint8_t>(s[i]);
+    size_t len = c < 0x80                 ? 1
+                 : c >= 0xC2 && c <= 0xDF ? 2
+                 : c >= 0xE0 && c <= 0xEF ? 3
+                 : c >= 0xF0 && c <= 0xF4 ? 4
+                                          : 0;
+    if (len == 0 || i + len > s.size() || c < 0x20 || c == 0x7F) return false;
+    for (size_t k = 1; k < len; ++k)
+      if ((static_cast<uint8_t>(s[i + k]) & 0xC0) != 0x80) return false;
+    if (c == 0xC2 && static_cast<uint8_t>(s[i + 1]) < 0xA0) return false;
+    i += len;
+  }
+  return true;
+}
+
+TEST_CASE(
+    "gguf errors: a corrupted key length gives a printable message that ends with the fault") {
+  // Issue #28: one flipped byte at offset 24 (the low byte of the first key's length) made the
+  // key run into the bytes after it; the message printed them raw (a control character, then
+  // nothing after the first NUL byte), so it never said what was wrong.
+  const std::vector<uint8_t> full = small_valid_file();
+  REQUIRE(full[24] == std::string_view("general.architecture").size());
+  std::vector<uint8_t> flipped = full;
+  flipped[24] ^= 0x02;  // 20 -> 22: the key takes in the type tag's first bytes, 08 00
+  std::string message;
+  try {
+    GgufFile::from_bytes(flipped);
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  CAPTURE(message);
+  CHECK(printable_message(message));
+  CHECK(message ==
+        "gguf: metadata key 'general.architecture\\x08\\x00' has unknown value type 327680");
+  // Every other value of that byte: an Error whose message is printable (with v >= 21 the key
+  // holds control and NUL bytes, with 38 it takes in the text of the value, then garbage).
+  for (int v = 0; v < 256; ++v) {
+    std::vector<uint8_t> m = full;
+    m[24] = static_cast<uint8_t>(v);
+    try {
+      GgufFile::from_bytes(m);
+    } catch (const Error& e) {
+      CAPTURE(v);
+      const std::string what = e.what();
+      CAPTURE(what);
+      CHECK(printable_message(what));
+    }
+  }
 }
 
 TEST_CASE("gguf errors: truncation at every byte offset throws Error") {

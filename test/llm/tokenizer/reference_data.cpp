@@ -100,6 +100,7 @@ std::vector<ReferenceCase> load_qwen3_corpus_reference() {
   for (ReferenceCase& c : cases) {
     c.text = from_hex(read_field(in, "case"));
     c.nfc = from_hex(read_field(in, "nfc"));
+    c.nfkc = from_hex(read_field(in, "nfkc"));
     c.ids = parse_ids(read_field(in, "ids"));
     c.ids_nfc = parse_ids(read_field(in, "ids_nfc"));
   }

@@ -21,6 +21,7 @@ const BpeTokenizer& qwen3_tokenizer();
 struct ReferenceCase {
   std::string text;              // corpus string
   std::string nfc;               // its NFC form (per node's String.prototype.normalize)
+  std::string nfkc;              // its NFKC form (to count the compatibility cases NFC must keep)
   std::vector<TokenId> ids;      // JS tokenizer without its NFC normalizer (what llama.cpp does)
   std::vector<TokenId> ids_nfc;  // JS tokenizer as shipped (NFC normalizer on)
 };

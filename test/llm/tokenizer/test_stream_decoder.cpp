@@ -68,6 +68,51 @@ TEST_SUITE("tokenizer") {
     CHECK(stream.flush().empty());
   }
 
+  TEST_CASE(
+      "decode_text: 2-, 3- and 4-byte characters split across tokens, in the middle and at "
+      "the end") {
+    // Issue #28: llm --json printed the raw bytes of a character cut off by the last token.
+    const BpeTokenizer& tok = test::qwen3_tokenizer();
+    const std::string fffd(kReplacementChar);
+    const TokenId a = *tok.token_id("a"), b = *tok.token_id("b");
+    const auto bytes = [&](std::string_view s) {
+      std::vector<TokenId> ids;
+      for (char c : s) ids.push_back(byte_token(tok, static_cast<uint8_t>(c)));
+      return ids;
+    };
+    for (const std::string ch : {"\xC3\xA9", "\xE4\xB8\xAD", "\xF0\x93\x82\x80"}) {
+      for (size_t cut = 1; cut < ch.size(); ++cut) {
+        CAPTURE(ch.size());
+        CAPTURE(cut);
+        // In the middle: the character is whole, streamed or all at once.
+        std::vector<TokenId> ids{a};
+        for (TokenId id : bytes(ch.substr(0, cut))) ids.push_back(id);
+        for (TokenId id : bytes(ch.substr(cut))) ids.push_back(id);
+        ids.push_back(b);
+        CHECK(decode_text(tok, ids) == "a" + ch + "b");
+        StreamDecoder stream(tok);
+        std::string streamed;
+        for (TokenId id : ids) {
+          const std::string chunk = stream.push(id);
+          CHECK(valid(chunk));
+          streamed += chunk;
+        }
+        CHECK(streamed + stream.flush() == "a" + ch + "b");
+        // At the end: the unfinished character becomes one U+FFFD, as the reference decode's.
+        std::vector<TokenId> cut_ids{a};
+        for (TokenId id : bytes(ch.substr(0, cut))) cut_ids.push_back(id);
+        CHECK(valid(tok.decode(cut_ids)) == false);  // the raw bytes are not UTF-8
+        CHECK(decode_text(tok, cut_ids) == "a" + fffd);
+        // Cut in the middle by a token that cannot continue it: U+FFFD, then the rest.
+        cut_ids.push_back(b);
+        CHECK(decode_text(tok, cut_ids) == "a" + fffd + "b");
+      }
+    }
+    // The bytes issue #28 saw at the end of a --json text: F0 93 82 then a space.
+    CHECK(decode_text(tok, bytes("x\xF0\x93\x82 ")) == "x" + fffd + " ");
+    CHECK(decode_text(tok, std::vector<TokenId>{151645}, /*render_special=*/false).empty());
+  }
+
   TEST_CASE("stream_decoder: control tokens only when rendering specials") {
     const BpeTokenizer& tok = test::qwen3_tokenizer();
     StreamDecoder plain(tok, /*render_special=*/false), raw(tok);
