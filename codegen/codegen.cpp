@@ -125,10 +125,10 @@ struct PassState {
   GpuDims dims;
 };
 
-enum class On : uint8_t { Any, Cpu, Gpu };
+enum class On : uint8_t { Any, Gpu };
 
 // One named stage of the pipeline: DEBUG=3 lists the names, PRINT_AFTER=<name> prints the kernel
-// graph after it.
+// graph after it. `run` rewrites the kernel graph; the program passes (after linearize) have none.
 struct Pass {
   const char* name;
   On on;
@@ -136,7 +136,7 @@ struct Pass {
 };
 
 bool runs_on(const Pass& p, const CodegenTarget& target) {
-  return p.on == On::Any || (p.on == On::Gpu) == target.is_gpu;
+  return p.on == On::Any || target.is_gpu;
 }
 
 // codegen/opt/: the optimization choices, as data (KernelSource::opts, gpu_opts), and their
@@ -190,8 +190,13 @@ constexpr Pass kLowerPasses[] = {
      [](const UOp& k, PassState& st) { return gpu_decompose(k, st.target); }},
 };
 
-// After the graph passes: one ordered program, guarded on the GPU, rendered to LLVM IR.
-constexpr const char* kTailPasses[] = {"linearize", "gpu_guard", "render_llvm"};
+// After the graph passes, run by codegen() itself: one ordered program, guarded on the GPU,
+// rendered to LLVM IR.
+constexpr Pass kProgramPasses[] = {
+    {"linearize", On::Any, nullptr},
+    {"gpu_guard", On::Gpu, nullptr},
+    {"render_llvm", On::Any, nullptr},
+};
 
 UOp run_passes(std::span<const Pass> passes, UOp k, PassState& st) {
   const std::string print_after = knob_str(Knob::PRINT_AFTER);
@@ -210,11 +215,9 @@ UOp run_passes(std::span<const Pass> passes, UOp k, PassState& st) {
 std::vector<std::string> codegen_pass_names(const CodegenTarget& target) {
   std::vector<std::string> names;
   using Table = std::span<const Pass>;
-  for (Table table : {Table(kOptPasses), Table(kLowerPasses)})
+  for (Table table : {Table(kOptPasses), Table(kLowerPasses), Table(kProgramPasses)})
     for (const Pass& p : table)
       if (runs_on(p, target)) names.push_back(p.name);
-  for (const char* name : kTailPasses)
-    if (target.is_gpu || std::string_view(name) != "gpu_guard") names.push_back(name);
   return names;
 }
 
