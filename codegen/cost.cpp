@@ -1,18 +1,29 @@
 #include "codegen/cost.h"
 
+#include <algorithm>
 #include <map>
+#include <unordered_map>
+#include <vector>
 
 namespace ugrad {
 
 UOp estimate_flops(const UOp& kernel) {
+  // The RANGEs each node depends on, sorted: the union of its sources', in one pass (a walk per
+  // node made codegen quadratic in the kernel's size).
+  std::unordered_map<const UOpNode*, std::vector<UOp>> ranges_of;
   std::map<std::vector<UOp>, int64_t> ops_by_ranges;  // ALU ops per set of enclosing ranges
   for (const UOp& u : kernel.toposort()) {
-    const bool op = (is_alu(u.op()) && u.op() != Op::CAST) || u.op() == Op::REDUCE;
-    if (!op || u.dtype().scalar == Scalar::Index) continue;
     std::vector<UOp> ranges;
-    for (const UOp& r : u.toposort())
-      if (r.op() == Op::RANGE) ranges.push_back(r);
-    ++ops_by_ranges[ranges];
+    if (u.op() == Op::RANGE) ranges.push_back(u);
+    for (const UOp& s : u.src()) {
+      const std::vector<UOp>& r = ranges_of.at(s.node());
+      ranges.insert(ranges.end(), r.begin(), r.end());
+    }
+    std::sort(ranges.begin(), ranges.end());
+    ranges.erase(std::unique(ranges.begin(), ranges.end()), ranges.end());
+    const bool op = (is_alu(u.op()) && u.op() != Op::CAST) || u.op() == Op::REDUCE;
+    if (op && u.dtype().scalar != Scalar::Index) ++ops_by_ranges[ranges];
+    ranges_of.emplace(u.node(), std::move(ranges));
   }
   UOp flops = UOp::cnst_int(dtypes::index, 0);
   for (const auto& [ranges, ops] : ops_by_ranges) {
