@@ -243,7 +243,9 @@ KernelSource codegen(const UOp& kernel, const CodegenTarget& target,
   }
   ks.name = unique_name(base_name(k), kernel.hash());
   ks.entry = ks.name;
-  if (debug >= 3) fmt::print("codegen {}: opts [{}]\n", ks.name, ks.opts_desc);
+  // the AST's structural hash: what every cache keys on, and what tells two kernels apart
+  if (debug >= 3)
+    fmt::print("codegen {} {:016x}: opts [{}]\n", ks.name, kernel.hash(), ks.opts_desc);
   if (debug >= 5) fmt::print("{}", k.print_graph());
   k = run_passes(kLowerPasses, k, st);
 

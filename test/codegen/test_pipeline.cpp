@@ -1,6 +1,8 @@
 // The codegen pipeline as a table of named passes: what DEBUG=3 prints and PRINT_AFTER dumps.
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "base/env.h"
@@ -44,9 +46,12 @@ TEST_CASE("the pass table names every pass codegen runs, per target") {
   }
 }
 
-TEST_CASE("DEBUG=3 prints the pass names from the table") {
+TEST_CASE("DEBUG=3 names each kernel with its structural hash, and the passes from the table") {
   ScopedKnob debug(Knob::DEBUG, "3");
-  std::string out = capture_stdout([] { codegen(row_sums(), cpu_codegen_target()); });
+  KernelSource ks;
+  std::string out = capture_stdout([&] { ks = codegen(row_sums(), cpu_codegen_target()); });
+  CHECK(out.find(fmt::format("codegen {} {:016x}: opts [", ks.name, row_sums().hash())) !=
+        std::string::npos);
   std::string want = "  passes:";
   for (const std::string& n : codegen_pass_names(cpu_codegen_target())) want += " " + n;
   CHECK(out.find(want + "\n") != std::string::npos);
