@@ -81,8 +81,7 @@ Tensor KvCache::attend(const Tensor& q, const Tensor& k, const Tensor& v, const 
   // q is realized with the cache writes: its projection shares their input (the normed,
   // int8-rounded rows), which a later schedule would compute again.
   Tensor writes[] = {at(k_, sp, sp + n).assign(k.permute({1, 0, 2}).cast(dtypes::float16)),
-                     at(v_, sp, sp + n).assign(v.permute({1, 0, 2}).cast(dtypes::float16)),
-                     q.contiguous()};
+                     at(v_, sp, sp + n).assign(v.permute({1, 0, 2}).cast(dtypes::float16)), q};
   Tensor::realize_all(writes, var_vals);
   // Keys [0, start_pos + rows): a symbolic length, so a step reads only the filled prefix.
   Tensor keys = at(k_, dim(0), sp + n).cast(dtypes::float32);  // (kvh, L, hd)

@@ -67,7 +67,7 @@ Tensor moe_ffn(const MoeWeights& w, const Tensor& h) {
   Tensor act = gate.silu() * up;
   const int64_t ffn = act.size(2);
   // (rows, k, dim, F) x (rows, k, 1, F) -> (rows, k, dim), weighted and summed over the slots.
-  Tensor out = (chosen(w.down_exps, ids) * act.reshape({rows, k, 1, ffn})).sum({3}).contiguous();
+  Tensor out = (chosen(w.down_exps, ids) * act.reshape({rows, k, 1, ffn})).sum({3});
   Tensor y = (out * weights.reshape({rows, k, 1})).sum({1});
   if (w.shared_gate.weight.defined()) {
     Tensor shared = swiglu(h, w.shared_gate, w.shared_up, w.shared_down);

@@ -27,20 +27,20 @@ Tensor delta_rule_row(const Tensor& state, const Tensor& q, const Tensor& k, con
                       const Tensor& beta, const Tensor& log_decay, const VarVals& var_vals) {
   const int64_t heads = q.size(1), dk = q.size(2), dv = v.size(2);
   // Read by several kernels: computed once. [k | q] (heads, 2, d_k).
-  Tensor in[] = {cat({k.reshape({heads, 1, dk}), q.reshape({heads, 1, dk})}, 1).contiguous(),
-                 v.reshape({heads, dv}).contiguous(), beta.reshape({heads, 1}).contiguous(),
-                 log_decay.exp().reshape({heads, 1, 1}).contiguous()};
+  Tensor in[] = {cat({k.reshape({heads, 1, dk}), q.reshape({heads, 1, dk})}, 1),
+                 v.reshape({heads, dv}), beta.reshape({heads, 1}),
+                 log_decay.exp().reshape({heads, 1, 1})};
   Tensor::realize_all(in, var_vals);
   const Tensor &kq = in[0], &vs = in[1], &betas = in[2], &decay = in[3];
   Tensor k1 = kq.shrink({{0, heads}, {0, 1}, {0, dk}}),
          q1 = kq.shrink({{0, heads}, {1, 2}, {0, dk}});
-  Tensor proj = ((state * decay).unsqueeze(2) * kq.unsqueeze(1)).sum({-1}).contiguous();
+  Tensor proj = ((state * decay).unsqueeze(2) * kq.unsqueeze(1)).sum({-1});
   auto delta = [&](const Tensor& p) {  // (heads, d_v)
     return betas * (vs - p.shrink({{0, heads}, {0, dv}, {0, 1}}).reshape({heads, dv}));
   };
   Tensor out = proj.shrink({{0, heads}, {0, dv}, {1, 2}}).reshape({heads, dv}) +
                delta(proj) * (q1 * k1).sum({-1});
-  Tensor done[] = {out.reshape({1, heads, dv}).contiguous(), proj};
+  Tensor done[] = {out.reshape({1, heads, dv}), proj};
   Tensor::realize_all(done, var_vals);
   // In place: each element is read and written by one thread, after the projection it needs.
   state.assign(state * decay + delta(done[1]).reshape({heads, dv, 1}) * k1).realize(var_vals);
@@ -69,9 +69,8 @@ Tensor delta_rule_chunk(const Tensor& state, const Tensor& q, const Tensor& k, c
   const int64_t n = q.size(0), heads = q.size(1);
   const std::string& device = state.device();
   // Heads first: (heads, n, d); beta (heads, n, 1); G (heads, n).
-  Tensor in[] = {q.permute({1, 0, 2}).contiguous(), k.permute({1, 0, 2}).contiguous(),
-                 v.permute({1, 0, 2}).contiguous(), beta.transpose().unsqueeze(-1).contiguous(),
-                 log_decay.transpose().cumsum(1).contiguous()};
+  Tensor in[] = {q.permute({1, 0, 2}), k.permute({1, 0, 2}), v.permute({1, 0, 2}),
+                 beta.transpose().unsqueeze(-1), log_decay.transpose().cumsum(1)};
   Tensor::realize_all(in, var_vals);
   const Tensor &qh = in[0], &kh = in[1], &vh = in[2], &bh = in[3], &cum = in[4];
   Tensor lower = index_mask(
@@ -96,9 +95,9 @@ Tensor delta_rule_chunk(const Tensor& state, const Tensor& q, const Tensor& k, c
   }
   Tensor eg = cum.exp().unsqueeze(-1);  // (heads, n, 1)
   Tensor s = state.transpose();         // (heads, d_k, d_v)
-  Tensor vp = (t.matmul(vh * bh) - t.matmul(kb * eg).matmul(s)).contiguous();
+  Tensor vp = t.matmul(vh * bh) - t.matmul(kb * eg).matmul(s);
   Tensor out = (qh * eg).matmul(s) + (qh.matmul(kh.transpose()) * decays).matmul(vp);
-  Tensor done[] = {out.permute({1, 0, 2}).contiguous(), vp};
+  Tensor done[] = {out.permute({1, 0, 2}), vp};
   Tensor::realize_all(done, var_vals);
   // In place: element (h, j, i) reads only itself of the old state (and V', computed before).
   Tensor g_last = cum.shrink({{0, heads}, {n - 1, n}});  // (heads, 1)
@@ -221,7 +220,7 @@ Tensor Qwen35Model::delta_net(DeltaNet& l, const Tensor& h, const Chunk& chunk) 
   const float eps = config_.rms_eps;
   // The conv window: the previous taps-1 inputs, then this chunk's rows.
   // The projection is materialized first: fused into the concatenation its kernel is ~3x slower.
-  Tensor window = cat({l.conv_state, l.w_qkv(h).contiguous()}, 0).contiguous();
+  Tensor window = cat({l.conv_state, l.w_qkv(h).contiguous()}, 0);
   window.realize(var_vals_);
   // The next conv state: the last taps-1 real inputs (padded rows come after them).
   const UOp& len = chunk.len;

@@ -131,7 +131,7 @@ TensorJit& graph_for(const GraphKey& g) {
     jit = std::make_unique<TensorJit>(
         [g, ids, step](const std::vector<Tensor>& in, const VarVals&) {
           Tensor token = sample_graph(in[0], in[1], g, ids, Tensor::from_dim(step, g.device));
-          return std::vector<Tensor>{token.contiguous()};
+          return std::vector<Tensor>{token};
         },
         "sampler");
   }
