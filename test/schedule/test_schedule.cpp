@@ -69,3 +69,37 @@ TEST_CASE("realized inputs cost no kernel, identical kernels have identical ASTs
   Schedule s2 = create_schedule({b + c});
   CHECK(s1.items[0].ast == s2.items[0].ast);
 }
+
+namespace {
+
+UOp contiguous(const UOp& x) { return UOp::make(Op::CONTIGUOUS, x.dtype(), {x}); }
+
+std::vector<UOp> asts(const std::vector<UOp>& roots) {
+  std::vector<UOp> out;
+  for (const ScheduleItem& item : create_schedule(roots).items) out.push_back(item.ast);
+  return out;
+}
+
+}  // namespace
+
+// The patterns behind the .contiguous() hints llm/ dropped: the scheduler makes the same kernels
+// without them (the kernels of each pair are equal ASTs).
+TEST_CASE("a root that is a view of a computed value needs no contiguous()") {
+  UOp a = input({4, 8}), b = input({4, 8});
+  UOp permuted = permute(a + b, {1, 0});  // delta_rule_chunk's heads-first inputs
+  CHECK(asts({permuted}) == asts({contiguous(permuted)}));
+  UOp reshaped = mop(Op::RESHAPE, reduce(a * b, Op::ADD, {1}), {2, 2});  // delta_rule_row's rows
+  CHECK(asts({reshaped, a - b}) == asts({contiguous(reshaped), contiguous(a - b)}));
+}
+
+TEST_CASE("a reduce read inside another reduce is materialized without contiguous()") {
+  // MoE's expert products: (rows, k, F) sums, then summed again over F by the down projection.
+  UOp x = input({2, 3, 8}), w = input({2, 3, 8}), down = input({2, 3, 8});
+  UOp expert = reduce(x * w, Op::ADD, {2});  // (2, 3, 1)
+  auto down_proj = [&](const UOp& e) {
+    return reduce(down * mop(Op::EXPAND, e, {2, 3, 8}), Op::ADD, {2});
+  };
+  std::vector<UOp> hinted = asts({down_proj(contiguous(expert))});
+  CHECK(hinted.size() == 2);
+  CHECK(asts({down_proj(expert)}) == hinted);
+}
