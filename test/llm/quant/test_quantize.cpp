@@ -41,7 +41,7 @@ std::vector<float> gaussian(size_t n, uint32_t seed) {
 
 struct Bound {
   GgmlType type;
-  double rms_gauss;   // bound on RMS error for N(0,1) data
+  double rms_gauss;  // bound on RMS error for N(0,1) data
   // ggml test-quantize-fns figure (docs/quants.md#quantization-error) for 0.1 + 2cos(i).
   double ggml_total;
 };

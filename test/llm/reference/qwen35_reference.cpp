@@ -15,10 +15,10 @@ namespace ugrad::llm::test {
 
 namespace {
 
-constexpr double kDefaultRopeTheta = 10000.0;     // llama.cpp's default without rope.freq_base
+constexpr double kDefaultRopeTheta = 10000.0;  // llama.cpp's default without rope.freq_base
 // llama.cpp's default (docs/qwen.md#qwen35-metadata).
 constexpr uint32_t kDefaultFullAttnInterval = 4;
-constexpr double kSoftplusLinear = 20.0;          // softplus(x) = x beyond this (as torch)
+constexpr double kSoftplusLinear = 20.0;  // softplus(x) = x beyond this (as torch)
 
 double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
 double softplus(double v) { return v > kSoftplusLinear ? v : std::log1p(std::exp(v)); }
