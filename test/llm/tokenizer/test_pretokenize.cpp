@@ -1,4 +1,4 @@
-// The qwen2 / qwen35 pre-tokenizer regexes (ref 8.2) on hand-checked splits.
+// The qwen2 / qwen35 pre-tokenizer regexes (docs/qwen.md#pre-tokenizer) on hand-checked splits.
 #include "llm/tokenizer/pretokenize.h"
 
 #include <doctest/doctest.h>

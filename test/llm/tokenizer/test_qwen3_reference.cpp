@@ -31,7 +31,8 @@ std::string printable(const std::string& s) {
 }
 
 TEST_SUITE("tokenizer") {
-  TEST_CASE("qwen3 vocabulary: shape as llama.cpp's converter writes it (ref 8.1)") {
+  TEST_CASE(
+      "qwen3 vocabulary: shape as llama.cpp's converter writes it (docs/qwen.md#tokenizer-keys)") {
     const BpeTokenizer& tok = test::qwen3_tokenizer();
     CHECK(tok.n_vocab() == 151936);
     CHECK(tok.pre_tokenizer().name() == "qwen2");
@@ -119,7 +120,7 @@ TEST_SUITE("tokenizer") {
     CHECK(tok.decode(tok.encode("<think>e\xCC\x81</think>")) == "<think>\xC3\xA9</think>");
   }
 
-  TEST_CASE("qwen3: llama.cpp's documented vector (ref 9.2)") {
+  TEST_CASE("qwen3: llama.cpp's documented vector (docs/qwen.md#encoding)") {
     const BpeTokenizer& tok = test::qwen3_tokenizer();
     CHECK(tok.encode("Hello world, I am") == std::vector<TokenId>{9707, 1879, 11, 358, 1079});
   }
