@@ -30,6 +30,15 @@ struct Kernel {
 /// `target` may drop host features (the code is still for the host).
 Kernel compile(const UOp& ast, const CodegenOptions& opts = {},
                const CodegenTarget& target = cpu_codegen_target());
+/// The host target with AVX-512's 64-byte vector width whatever the host has: the lane and tile
+/// choices the CPU heuristics were tuned for, so that tests of those choices hold on every host.
+/// The code still runs on an AVX2 host (LLVM splits the wide vectors); the features that need
+/// AVX-512 instructions (lane permutes, VNNI) stay as the host has them.
+inline CodegenTarget avx512_width_target() {
+  CodegenTarget t = cpu_codegen_target();
+  t.simd_bytes = 64;
+  return t;
+}
 
 /// Deterministic pseudo-random values in [lo, hi).
 std::vector<float> randf(size_t n, uint32_t seed, float lo = -1, float hi = 1);

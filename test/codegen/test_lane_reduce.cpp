@@ -59,7 +59,7 @@ TEST_CASE("lane reduce: linear layers get lanes along k and copies of rows, equa
     UOp ast = linear_ast(M, N, K);
     std::vector<float> x = randf(M * K, 41), w = randf(N * K, 42), ref(M * N);
     compile(ast, {.noopt = 1}).run({ref.data(), x.data(), w.data()}, {}, 1);
-    Kernel k = compile(ast, {.max_threads = 2});
+    Kernel k = compile(ast, {.max_threads = 2}, avx512_width_target());
     CAPTURE(k.ks.opts_desc);
     // The lane count whose copies share the most wins, ties to the widest: 32 rows fit 16
     // accumulators of 16 lanes (4 x 4 copies) but only 8 of 32; a matvec has one accumulator.
@@ -154,7 +154,7 @@ TEST_CASE("lane reduce: a load gated once per lane group is one masked vector lo
   k32.run({got.data(), va.data(), vb.data()});
   check_close(got, want, 1e-5);
   // The heuristic unrolls two groups per iteration instead: the gate folds to constants.
-  Kernel h = compile(ast);
+  Kernel h = compile(ast, {}, avx512_width_target());
   CAPTURE(h.ks.opts_desc);
   CHECK(has_unroll(h.ks.opts, 1, 2));
   CHECK_FALSE(has(h.ks.src, "llvm.masked.load"));
@@ -175,7 +175,7 @@ TEST_CASE("lane reduce: lane groups span a block when its index math then folds 
   std::vector<float> va = randf(R * K, 46), vs = randf(kBlock / kSub, 47), want(R, 0), got(R);
   for (int64_t r = 0; r < R; ++r)
     for (int64_t c = 0; c < K; ++c) want[r] += va[r * K + c] * vs[(c % kBlock) / kSub];
-  Kernel h = compile(ast);
+  Kernel h = compile(ast, {}, avx512_width_target());
   CAPTURE(h.ks.opts_desc);
   CHECK(has_unroll(h.ks.opts, 1, 32));
   CHECK(has_unroll(h.ks.opts, 1, 8));
@@ -214,7 +214,7 @@ TEST_CASE("lane reduce: two reduces over their own ranges (a gated FFN's gate an
   std::vector<float> vx = randf(M * K, 47), vg = randf(N * K, 48), vu = randf(N * K, 49);
   std::vector<float> ref(M * N), got(M * N);
   compile(ast, {.noopt = 1}).run({ref.data(), vx.data(), vg.data(), vu.data()}, {}, 1);
-  Kernel h = compile(ast, {.max_threads = 2});
+  Kernel h = compile(ast, {.max_threads = 2}, avx512_width_target());
   CAPTURE(h.ks.opts_desc);
   CHECK((has_unroll(h.ks.opts, 2, 32) || has_unroll(h.ks.opts, 2, 16)));
   CHECK((has_unroll(h.ks.opts, 3, 32) || has_unroll(h.ks.opts, 3, 16)));

@@ -133,9 +133,8 @@ std::pair<std::vector<float>, std::vector<float>> run_delta(const DeltaInputs& i
   const int64_t n = in.rows, h = in.heads;
   Tensor state = t(in.m0, {h, in.dv, in.dk}).contiguous();
   state.realize();
-  Tensor y =
-      gated_delta_rule(state, t(in.q, {n, h, in.dk}), t(in.k, {n, h, in.dk}),
-                       t(in.v, {n, h, in.dv}), t(in.beta, {n, h}), t(in.log_decay, {n, h}), {});
+  Tensor y = gated_delta_rule(state, t(in.q, {n, h, in.dk}), t(in.k, {n, h, in.dk}),
+                              t(in.v, {n, h, in.dv}), t(in.beta, {n, h}), t(in.log_decay, {n, h}));
   return {floats(y), floats(state)};
 }
 
@@ -240,11 +239,13 @@ TEST_CASE("a chunk of L rows padded to 32 leaves the states of L tokens fed one 
     std::span<const int32_t> tokens = std::span(prompt).first(len);
     logits(chunk, tokens, 0);
     run_chunks(by_token, tokens, {1});
+    // Float32 sums in other orders (the chunked form, and lanes of the host's vector width: AVX2
+    // measured 2.4e-5 where AVX-512 stays below 1e-5); a wrong padded step differs by O(1).
     for (uint32_t layer : {0u, 2u}) {
       CAPTURE(layer);
-      CHECK(rel_err(floats(chunk.conv_state(layer)), floats(by_token.conv_state(layer))) < 1e-5);
+      CHECK(rel_err(floats(chunk.conv_state(layer)), floats(by_token.conv_state(layer))) < 1e-4);
       CHECK(rel_err(floats(chunk.recurrent_state(layer)), floats(by_token.recurrent_state(layer))) <
-            1e-5);
+            1e-4);
     }
   }
 }

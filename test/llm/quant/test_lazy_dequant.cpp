@@ -17,6 +17,7 @@
 #include "runtime/realize.h"
 #include "runtime/thread_pool.h"
 #include "schedule/schedule.h"
+#include "test/codegen/kernel_harness.h"
 
 using namespace ugrad;
 using namespace ugrad::llm;
@@ -54,7 +55,8 @@ struct LinearRun {
   KernelSource ks;
 };
 LinearRun run_linear(GgmlType type, const std::vector<uint8_t>& bytes, const std::vector<float>& x,
-                     int64_t rows, int64_t out, int64_t in, int noopt, int64_t cores = 0) {
+                     int64_t rows, int64_t out, int64_t in, int noopt, int64_t cores = 0,
+                     const CodegenTarget& target = cpu_codegen_target()) {
   Tensor raw = uint8_tensor(bytes), xt = Tensor::from_vector(x, {rows, in});
   raw.realize();
   xt.realize();
@@ -62,7 +64,7 @@ LinearRun run_linear(GgmlType type, const std::vector<uint8_t>& bytes, const std
   Schedule s = create_schedule({y.node()});
   REQUIRE(s.items.size() == 1);
   LinearRun r;
-  r.ks = codegen(s.items[0].ast, cpu_codegen_target(), {.noopt = noopt, .max_threads = 2});
+  r.ks = codegen(s.items[0].ast, target, {.noopt = noopt, .max_threads = 2});
   static const LlvmTarget host = cpu_target();
   auto program = CpuJit::instance().load(llvm_compile_object(host, r.ks.src, r.ks.name), r.ks.name);
   r.y.assign(static_cast<size_t>(rows * out), 0.f);
@@ -145,14 +147,12 @@ TEST_CASE("quantized linears: Qwen3 shapes get vector lanes per block and equal 
             CHECK(ref.y[r * out + o] == doctest::Approx(sum).epsilon(1e-4));
           }
         for (int64_t cores : {1, 2, 3}) {
-          LinearRun opt = run_linear(type, bytes, x, rows, out, in, 0, cores);
+          LinearRun opt =
+              run_linear(type, bytes, x, rows, out, in, 0, cores, test::avx512_width_target());
           CAPTURE(opt.ks.opts_desc);
           // One block (32 elements) of lanes for a matvec; 16 lanes (one AVX-512 register) at 32
           // rows, where 8 rows x 2 outputs share each dequantized vector.
-          const std::string lanes =
-              type == GgmlType::IQ4_XS || (rows == 32 && cpu_codegen_target().simd_bytes == 64)
-                  ? "v16f32"
-                  : "v32f32";
+          const std::string lanes = type == GgmlType::IQ4_XS || rows == 32 ? "v16f32" : "v32f32";
           CHECK(opt.ks.opts_desc.find("UNROLL(") != std::string::npos);
           CHECK(opt.ks.src.find("llvm.vector.reduce.fadd." + lanes) != std::string::npos);
           CHECK(opt.ks.src.find("masked.gather") == std::string::npos);
