@@ -28,16 +28,17 @@ double time_step(int64_t context) {
   std::vector<KvCache> caches;
   for (int64_t l = 0; l < kLayers; ++l) caches.emplace_back(context, kKvHeads, kHeadDim, "CPU");
   const Chunk chunk = make_chunk(1, context);
-  const VarVals vars = chunk.var_vals(context - 1, 1);
-  TensorJit jit([&](const std::vector<Tensor>& in, const VarVals& v) {
+  const Tensor start_pos(chunk.bind(context - 1, 1).start_pos, "CPU");
+  TensorJit jit([&](const std::vector<Tensor>& in) {
     std::vector<Tensor> out;
-    for (KvCache& c : caches) out.push_back(c.attend(in[0], in[1], in[2], chunk, v));
+    const Chunk bound = Chunk::from_variables(1, {in[3].node()});
+    for (KvCache& c : caches) out.push_back(c.attend(in[0], in[1], in[2], bound));
     return out;
   });
   Tensor q = Tensor::rand({1, kHeads, kHeadDim}), k = Tensor::rand({1, kKvHeads, kHeadDim}),
          v = Tensor::rand({1, kKvHeads, kHeadDim});
-  for (int i = 0; i < 3; ++i) jit({q, k, v}, vars);  // eager, capture, first replay
-  return bench::best_call_seconds([&] { jit({q, k, v}, vars); }, 0.1, 5);
+  for (int i = 0; i < 3; ++i) jit({q, k, v, start_pos});  // eager, capture, first replay
+  return bench::best_call_seconds([&] { jit({q, k, v, start_pos}); }, 0.1, 5);
 }
 
 }  // namespace

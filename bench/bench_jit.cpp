@@ -16,7 +16,7 @@ namespace {
 constexpr int kKernels = 16;
 
 // A chain of kernels: each step materializes (CONTIGUOUS) a small elementwise result.
-std::vector<UOp> chain(const std::vector<UOp>& in, const VarVals&) {
+std::vector<UOp> chain(const std::vector<UOp>& in) {
   UOp x = in[0];
   for (int i = 0; i < kKernels; ++i)
     x = UOp::make(Op::CONTIGUOUS, x.dtype(), {x * full(1.0001, {64}) + full(0.5, {64})});
@@ -41,10 +41,10 @@ int main() {
   for (int r = 0; r < reps; ++r) jit({x});
   double replay = seconds_since(t0) / reps / kKernels;
 
-  for (int r = 0; r < 3; ++r) realize(chain({x}, {}));  // warm the schedule and program caches
+  for (int r = 0; r < 3; ++r) realize(chain({x}));  // warm the schedule and program caches
   const int eager_reps = 200;
   t0 = std::chrono::steady_clock::now();
-  for (int r = 0; r < eager_reps; ++r) realize(chain({x}, {}));
+  for (int r = 0; r < eager_reps; ++r) realize(chain({x}));
   double eager = seconds_since(t0) / eager_reps / kKernels;
 
   std::printf("JIT replay: %.2f us per kernel launch (%d kernels per call)\n", replay * 1e6,

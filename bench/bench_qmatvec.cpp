@@ -94,9 +94,7 @@ Run time_linear(const Weight& w, int64_t rows, int64_t out, int64_t in, std::mt1
   Tensor x = Tensor::from_vector(xs, {rows, in}, dtypes::float32, "CPU");
   x.realize();
   const Linear lin = w.linear;
-  TensorJit jit([lin](const std::vector<Tensor>& in, const VarVals&) {
-    return std::vector<Tensor>{lin(in[0])};
-  });
+  TensorJit jit([lin](const std::vector<Tensor>& in) { return std::vector<Tensor>{lin(in[0])}; });
   Tensor y;
   for (int i = 0; i < 3; ++i) y = jit({x})[0];  // eager, capture, first replay
   std::vector<float> got = y.to_vector<float>(), ref(size_t(rows * out));

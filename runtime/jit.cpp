@@ -89,51 +89,91 @@ void run_exec_item(const ExecItem& item, const VarVals& var_vals) {
 
 GraphJit::GraphJit(Fn fn, std::string name) : fn_(std::move(fn)), name_(std::move(name)) {}
 
-std::vector<UOp> GraphJit::operator()(const std::vector<UOp>& inputs, const VarVals& vars) {
-  std::vector<std::pair<Shape, DType>> sig;
+namespace {
+
+bool same_input(const UOp& a, const UOp& b) {
+  if (a.op() == Op::PARAM || b.op() == Op::PARAM) return a == b;
+  const Shape &sa = shape_of(a), &sb = shape_of(b);
+  bool same = a.dtype() == b.dtype() && sa.size() == sb.size();
+  for (size_t j = 0; same && j < sa.size(); ++j) same = dims_equal(sa[j], sb[j]);
+  return same;
+}
+
+// What must match between the capture's inputs and a replay's: a variable, or a view's dtype
+// and (unbound) shape.
+UOp signature_of(const UOp& in) {
+  return is_bound_variable(in) ? in.src(0) : unbind_variables({in}).first[0];
+}
+
+std::string input_str(const UOp& in) {
+  if (in.op() == Op::PARAM) return fmt::format("variable '{}'", in.arg_as<ParamArg>().name);
+  return fmt::format("{} {}", to_string(in.dtype()), shape_str(shape_of(in)));
+}
+
+}  // namespace
+
+std::pair<std::vector<UOp>, VarVals> GraphJit::read_inputs(const std::vector<UOp>& inputs) const {
   std::vector<UOp> in_bufs;
+  VarVals vals;
   for (const UOp& in : inputs) {
+    if (is_bound_variable(in)) {
+      auto [var, value] = unbind_variable(in);
+      vals.emplace_back(var.arg_as<ParamArg>().name, value);
+      in_bufs.emplace_back();
+      continue;
+    }
     UOp b = realized_buffer(in);
-    if (!b) fail("{}: inputs must be realized tensors", name_);
-    sig.emplace_back(shape_of(in), in.dtype());
+    if (!b) fail("{}: inputs must be realized tensors or bound variables", name_);
     in_bufs.push_back(b);
   }
-  int64_t call = calls_++;
-  if (call == 0 || knob_int(Knob::JIT) == 0) {
-    std::vector<UOp> outs = fn_(inputs, vars);
-    return realize(outs, vars);
+  if (calls_ < 2 || knob_int(Knob::JIT) == 0) return {in_bufs, vals};  // nothing captured yet
+  if (inputs.size() != signature_.size())
+    fail("{}: called with {} inputs, captured with {}", name_, inputs.size(), signature_.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const UOp in = signature_of(inputs[i]);
+    if (!same_input(in, signature_[i]))
+      fail("{}: input {} is {}, but the JIT captured {}", name_, i, input_str(in),
+           input_str(signature_[i]));
   }
+  return {in_bufs, vals};
+}
+
+std::vector<UOp> GraphJit::operator()(const std::vector<UOp>& inputs) {
+  const auto read = read_inputs(inputs);
+  const std::vector<UOp>& in_bufs = read.first;
+  const VarVals& vars = read.second;
+  int64_t call = calls_++;
+  if (call == 0 || knob_int(Knob::JIT) == 0) return realize(fn_(inputs));
   if (call == 1) {
     std::vector<UOp> outs;
     std::vector<ExecItem> captured;
     const int64_t first_new_buffer = next_buffer_id();
     {
       CaptureScope capture;
-      outs = realize(fn_(inputs, vars), vars);
+      outs = realize(fn_(inputs));
       captured = std::move(capture.items);
     }
+    for (const ExecItem& item : captured) {
+      if (!item.program) continue;
+      for (const UOp& v : item.program->source().vars)
+        if (std::none_of(vars.begin(), vars.end(),
+                         [&](auto& kv) { return kv.first == v.arg_as<ParamArg>().name; }))
+          fail("{}: kernel {} reads variable '{}', which is not an input; pass it bound as one",
+               name_, item.program->source().name, v.arg_as<ParamArg>().name);
+    }
     plan_launches(captured, outs, in_bufs, first_new_buffer);
-    signature_ = sig;
-    outputs_ = outs;
+    signature_.clear();
+    for (const UOp& in : inputs) signature_.push_back(signature_of(in));
+    outputs_ = unbind_variables(outs).first;
     if (debug_level() >= 1)
       fmt::print(stderr, "{}: captured {} kernels with {} inputs\n", name_, launches_.size(),
                  inputs.size());
     return outs;
   }
-  if (sig.size() != signature_.size())
-    fail("{}: called with {} inputs, captured with {}", name_, sig.size(), signature_.size());
-  for (size_t i = 0; i < sig.size(); ++i) {
-    bool same =
-        sig[i].second == signature_[i].second && sig[i].first.size() == signature_[i].first.size();
-    for (size_t j = 0; same && j < sig[i].first.size(); ++j)
-      same = dims_equal(sig[i].first[j], signature_[i].first[j]);
-    if (!same)
-      fail("{}: input {} is {} {}, but the JIT captured {} {}", name_, i, to_string(sig[i].second),
-           shape_str(sig[i].first), to_string(signature_[i].second),
-           shape_str(signature_[i].first));
-  }
   replay(in_bufs, vars);
-  return outputs_;
+  std::vector<UOp> outs;
+  for (const UOp& o : outputs_) outs.push_back(rebind_variables(o, vars));
+  return outs;
 }
 
 // Turns the captured launches into replayable ones. Buffers the capture created for itself
@@ -203,7 +243,7 @@ void GraphJit::replay(const std::vector<UOp>& in_bufs, const VarVals& vars) {
   if (debug_level() >= 1) fmt::print(stderr, "{}: replaying {} kernels\n", name_, launches_.size());
   std::vector<void*> in_handles;
   in_handles.reserve(in_bufs.size());
-  for (const UOp& b : in_bufs) in_handles.push_back(buffer_of(b)->handle());
+  for (const UOp& b : in_bufs) in_handles.push_back(b ? buffer_of(b)->handle() : nullptr);
   std::vector<void*> args;
   std::vector<int64_t> vals;
   for (const Launch& l : launches_) {

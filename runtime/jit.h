@@ -2,7 +2,9 @@
 //
 // Call 0 runs the function eagerly; call 1 runs it again while capturing every kernel launch
 // (program, buffers); later calls replay those launches with the inputs' buffers swapped in and the
-// variables rebound, with no scheduling and no compiling. Outputs of a replay are the buffers
+// values of the input variables, with no scheduling and no compiling. Inputs are realized tensors
+// and bound variables (schedule/schedule.h); every variable a captured kernel reads must be one of
+// the inputs. Outputs of a replay are the buffers
 // captured at call 1, overwritten on every call. Buffers the capture call created for itself and
 // that a kernel writes before any reads them (intermediates) share one arena planned by lifetime;
 // a buffer the function creates and fills from the host (a constant) is kept as it is.
@@ -14,11 +16,10 @@
 #include <vector>
 
 #include "runtime/device.h"
+#include "schedule/schedule.h"
 #include "uop/shape.h"
 
 namespace ugrad {
-
-using VarVals = std::vector<std::pair<std::string, int64_t>>;
 
 /// One kernel launch as realize performed it, or a copy between devices (no program; buffers
 /// {destination, source}; `device` is the destination's).
@@ -67,13 +68,15 @@ struct JitStats {
 /// Process-wide counters (realize and the JIT update them).
 JitStats& jit_stats();
 
-/// A JIT over a function of realized input nodes (views of buffers) returning output nodes.
+/// A JIT over a function of input nodes (realized views of buffers, bound variables) returning
+/// output nodes.
 class GraphJit {
  public:
-  using Fn = std::function<std::vector<UOp>(const std::vector<UOp>& inputs, const VarVals& vars)>;
+  using Fn = std::function<std::vector<UOp>(const std::vector<UOp>& inputs)>;
   explicit GraphJit(Fn fn, std::string name = "jit");
-  /// Calls the function (eagerly, capturing, or by replay); returns realized outputs.
-  std::vector<UOp> operator()(const std::vector<UOp>& inputs, const VarVals& vars = {});
+  /// Calls the function (eagerly, capturing, or by replay); returns realized outputs, their
+  /// symbolic shapes bound to this call's variables.
+  std::vector<UOp> operator()(const std::vector<UOp>& inputs);
   int64_t calls() const { return calls_; }
   /// Number of kernels captured (0 before the capture call).
   size_t captured_kernels() const { return launches_.size(); }
@@ -95,14 +98,16 @@ class GraphJit {
   void plan_launches(const std::vector<ExecItem>& captured, const std::vector<UOp>& outs,
                      const std::vector<UOp>& in_bufs, int64_t first_new_buffer);
   void replay(const std::vector<UOp>& in_bufs, const VarVals& vars);
+  /// Checks the inputs against the capture's; returns their buffers and variable values.
+  std::pair<std::vector<UOp>, VarVals> read_inputs(const std::vector<UOp>& inputs) const;
 
   Fn fn_;
   std::string name_;
   int64_t calls_ = 0;
   std::vector<Launch> launches_;
   size_t arena_bytes_ = 0, separate_bytes_ = 0;
-  std::vector<std::pair<Shape, DType>> signature_;
-  std::vector<UOp> outputs_;
+  std::vector<UOp> signature_;  // per input: its buffer view or its (unbound) variable
+  std::vector<UOp> outputs_;    // their variables unbound
 };
 
 }  // namespace ugrad

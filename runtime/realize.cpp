@@ -142,21 +142,9 @@ void copy_out(const UOp& buffer, std::span<std::byte> data) {
   b->copy_out(data);
 }
 
-std::vector<UOp> realize(std::span<const UOp> bound_roots,
-                         const std::vector<std::pair<std::string, int64_t>>& given_vals) {
-  auto unbound = unbind_variables(std::vector<UOp>(bound_roots.begin(), bound_roots.end()));
-  const std::vector<UOp>& roots = unbound.first;
-  std::vector<std::pair<std::string, int64_t>>& var_vals = unbound.second;
-  for (const auto& given : given_vals) {
-    const std::string& name = given.first;  // (clang 14 lambdas cannot capture structured bindings)
-    const int64_t v = given.second;
-    auto it =
-        std::find_if(var_vals.begin(), var_vals.end(), [&](auto& kv) { return kv.first == name; });
-    if (it == var_vals.end())
-      var_vals.emplace_back(name, v);
-    else if (it->second != v)
-      fail("variable '{}' is bound to {} in the graph but given {}", name, it->second, v);
-  }
+std::vector<UOp> realize(std::span<const UOp> bound_roots) {
+  auto [roots, var_vals] =
+      unbind_variables(std::vector<UOp>(bound_roots.begin(), bound_roots.end()));
   ++jit_stats().schedules;
   Schedule sched = create_schedule(roots);
   if (debug_level() >= 1 && !sched.items.empty())
@@ -180,6 +168,8 @@ std::vector<UOp> realize(std::span<const UOp> bound_roots,
         print_copy_line(dev_name, exec.copy_bytes(), exec.copy_source().name(), seconds);
     }
   }
+  // The outputs' symbolic shapes carry the values again, as the roots did.
+  for (UOp& out : sched.outputs) out = rebind_variables(out, var_vals);
   return sched.outputs;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/allocator.h"
+#include "schedule/schedule.h"
 #include "uop/shape.h"
 
 namespace ugrad {
@@ -25,9 +26,9 @@ BufferRef buffer_of(const UOp& buffer);
 /// Computes every root of the tensor graph and returns, per root, a realized node of the same
 /// shape and dtype: RESHAPE(BUFFER, shape), or for a symbolic shape a SHRINK of the buffer
 /// reshaped to the maximum shape. ASSIGN roots write into their target's buffer and return it.
-/// `var_vals` binds the variables that appear in the graph (name -> value).
-std::vector<UOp> realize(std::span<const UOp> roots,
-                         const std::vector<std::pair<std::string, int64_t>>& var_vals = {});
+/// Variables take their values from the graph (bound variables, schedule/schedule.h); the outputs'
+/// shapes keep them bound.
+std::vector<UOp> realize(std::span<const UOp> roots);
 
 /// Copies host bytes into a BUFFER node's memory / out of it (sizes are checked).
 void copy_in(const UOp& buffer, std::span<const std::byte> data);
@@ -38,7 +39,6 @@ UOp realized_buffer(const UOp& node);
 
 /// A KernelSource estimate (flops, bytes; codegen/cost.h) for one launch: the variables bound to
 /// `var_vals` (unbound ones at their maximum).
-double launch_estimate(const UOp& estimate,
-                       const std::vector<std::pair<std::string, int64_t>>& var_vals);
+double launch_estimate(const UOp& estimate, const VarVals& var_vals);
 
 }  // namespace ugrad

@@ -27,14 +27,27 @@ struct Schedule {
 /// Schedules the roots. Roots that are already realized views cost no kernel.
 Schedule create_schedule(const std::vector<UOp>& roots);
 
-/// A variable bound to a value inside a tensor graph: the value stored into the 0-d variable,
-/// AFTER(var, STORE(var, value)). Realize strips it: the value travels separately (var_vals) and
-/// the graph keeps the plain variable, so one schedule and one program serve every value.
+/// Values of variables by name, as the runtime passes them to kernels.
+using VarVals = std::vector<std::pair<std::string, int64_t>>;
+
+/// Variables (docs/design.md#variables). A variable is a 0-d PARAM with a name and a range; bound,
+/// its value is stored into it inside the graph: AFTER(var, STORE(var, value)). A bound variable
+/// has its variable's range (vmin/vmax), so shapes over it keep their maximum; realize strips the
+/// binding before scheduling and passes the value to the kernels, so one schedule and one program
+/// serve every value, and the JIT takes bound variables as inputs.
 UOp bind_variable(const UOp& var, int64_t value);
+/// True for AFTER(var, STORE(var, value)).
+bool is_bound_variable(const UOp& u);
+/// A bound variable's (plain variable, value).
+std::pair<UOp, int64_t> unbind_variable(const UOp& bound);
 /// The graph with every bound variable replaced by the plain one, and the bound values. Two
 /// different values for one variable are an Error.
-std::pair<std::vector<UOp>, std::vector<std::pair<std::string, int64_t>>> unbind_variables(
-    const std::vector<UOp>& roots);
+std::pair<std::vector<UOp>, VarVals> unbind_variables(const std::vector<UOp>& roots);
+/// The inverse: every plain variable of `node` that `vals` names, bound to its value.
+UOp rebind_variables(const UOp& node, const VarVals& vals);
+/// `node` with every bound variable replaced by its value and index expressions that became
+/// constant folded: a shape over bound variables becomes static.
+UOp substitute_bound_values(const UOp& node);
 
 /// The realized view of `buffer` with `shape`: RESHAPE to the maximum dims, then SHRINK to the
 /// symbolic ones where they differ.

@@ -185,9 +185,16 @@ const std::string& Tensor::device() const {
 const Shape& Tensor::shape() const { return shape_of(node()); }
 
 std::vector<int64_t> Tensor::dims() const {
-  auto d = static_dims(shape());
-  if (!d) fail("tensor: shape {} is symbolic where static dims are needed", shape_str(shape()));
-  return *d;
+  if (auto d = static_dims(shape())) return *d;
+  std::vector<int64_t> out;
+  for (const UOp& d : shape()) {
+    UOp v = substitute_bound_values(d);
+    if (!v.is_const())
+      fail("tensor: shape {} has a variable without a value where static dims are needed",
+           shape_str(shape()));
+    out.push_back(v.const_int());
+  }
+  return out;
 }
 int64_t Tensor::size(int64_t axis) const {
   return dims()[norm_axis(axis, ndim(), "size", shape())];
@@ -203,31 +210,8 @@ Tensor Tensor::from_dim(const UOp& d, const std::string& device) {
   return Tensor(d, device).cast(dtypes::int32);
 }
 
-Tensor Tensor::bind(const std::vector<std::pair<std::string, int64_t>>& var_vals) const {
-  std::vector<std::pair<UOp, UOp>> mapping;
-  for (const UOp& u : node().toposort()) {
-    if (u.op() != Op::PARAM) continue;
-    const auto& p = u.arg_as<ParamArg>();
-    if (p.slot != -1) continue;
-    auto it = std::find_if(var_vals.begin(), var_vals.end(),
-                           [&](const auto& kv) { return kv.first == p.name; });
-    if (it == var_vals.end()) fail("bind: variable '{}' has no value", p.name);
-    if (it->second < p.lo || it->second > p.hi)
-      fail("bind: {} = {} is outside [{}, {}]", p.name, it->second, p.lo, p.hi);
-    mapping.emplace_back(u, UOp::cnst_int(u.dtype(), it->second));
-  }
-  if (mapping.empty()) return *this;
-  UOp n = node().substitute(mapping);
-  // Dims that became constant expressions fold to plain constants.
-  std::vector<std::pair<UOp, UOp>> folded;
-  for (const UOp& u : n.toposort())
-    if (u.dtype() == dtypes::index && !u.is_const() && u.vmin() == u.vmax())
-      folded.emplace_back(u, dim(u.vmin()));
-  return Tensor(folded.empty() ? n : n.substitute(folded), device());
-}
-
-Tensor& Tensor::realize(const std::vector<std::pair<std::string, int64_t>>& var_vals) {
-  realize_all(std::span<Tensor>(this, 1), var_vals);
+Tensor& Tensor::realize() {
+  realize_all(std::span<Tensor>(this, 1));
   return *this;
 }
 
@@ -246,8 +230,7 @@ bool names_a_buffer(const UOp& node) {
 
 }  // namespace
 
-void Tensor::realize_all(std::span<Tensor> tensors,
-                         const std::vector<std::pair<std::string, int64_t>>& var_vals) {
+void Tensor::realize_all(std::span<Tensor> tensors) {
   std::vector<UOp> roots;
   std::vector<size_t> which;
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -261,7 +244,7 @@ void Tensor::realize_all(std::span<Tensor> tensors,
     which.push_back(i);
   }
   if (roots.empty()) return;
-  std::vector<UOp> done = ugrad::realize(roots, var_vals);
+  std::vector<UOp> done = ugrad::realize(roots);
   if (done.size() != roots.size())
     internal_error("realize returned {} nodes for {} roots", done.size(), roots.size());
   for (size_t i = 0; i < which.size(); ++i) tensors[which[i]].state_->node = done[i];
@@ -280,7 +263,8 @@ Tensor Tensor::to(const std::string& dev) const {
 }
 
 std::vector<std::byte> Tensor::to_bytes() const {
-  Tensor t = *this;
+  // Read at the bound values: a static shape.
+  Tensor t = static_dims(shape()) ? *this : Tensor(substitute_bound_values(node()), device());
   int64_t n = t.numel();
   if (n == 0) return {};  // nothing to compute or copy
   // A view that is not the whole buffer in order (a slice, a padded or permuted view) is copied

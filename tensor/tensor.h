@@ -141,32 +141,30 @@ class Tensor {
                         DType dtype = dtypes::float32, const std::string& device = "");
 
   /// A shape () int32 tensor holding the value of a symbolic dim (a variable or an expression of
-  /// variables), read when the graph runs.
+  /// variables), read when the graph runs. Symbolic dims are made of bound variables:
+  /// bind_variable(UOp::variable(name, lo, hi), value) (schedule/schedule.h); a TensorJit takes
+  /// them as inputs (docs/design.md#variables).
   static Tensor from_dim(const UOp& dim, const std::string& device = "");
-  /// This tensor with every variable replaced by its value: static shapes, for reading results and
-  /// for tests (the JIT keeps variables symbolic instead).
-  Tensor bind(const std::vector<std::pair<std::string, int64_t>>& var_vals) const;
 
   // ---- properties ----
   bool defined() const { return state_ != nullptr; }
   const UOp& node() const;
   const Shape& shape() const;
-  /// The static dims; an Error if a dim is symbolic.
+  /// The dims, symbolic ones at their bound values; an Error if a dim has an unbound variable.
   std::vector<int64_t> dims() const;
   int64_t ndim() const { return static_cast<int64_t>(shape().size()); }
-  /// Size of one axis (negative counts from the end); an Error if symbolic.
+  /// Size of one axis (negative counts from the end), as dims().
   int64_t size(int64_t axis) const;
-  /// Number of elements; an Error if symbolic.
+  /// Number of elements, as dims().
   int64_t numel() const;
   DType dtype() const { return node().dtype(); }
   const std::string& device() const;
 
   // ---- realization and reading (tensor.cpp) ----
   /// Computes the tensor now; afterwards every copy of this handle refers to the result buffer.
-  Tensor& realize(const std::vector<std::pair<std::string, int64_t>>& var_vals = {});
+  Tensor& realize();
   /// Realizes several tensors in one schedule.
-  static void realize_all(std::span<Tensor> tensors,
-                          const std::vector<std::pair<std::string, int64_t>>& var_vals = {});
+  static void realize_all(std::span<Tensor> tensors);
   /// Marks a materialization point (a CONTIGUOUS node).
   Tensor contiguous() const;
   /// Detaches from gradient tracking (a DETACH node; a no-op for values).

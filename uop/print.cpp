@@ -87,6 +87,11 @@ std::string leaf(const UOp& u) {
       return fmt::format("r{}", u.arg_as<RangeArg>().axis);
     case Op::SPECIAL:
       return std::get<std::string>(u.arg());
+    case Op::AFTER:  // a bound variable, AFTER(var, STORE(var, value)): "name=value"
+      if (u.src(0).op() == Op::PARAM && u.src().size() == 2 && u.src(1).op() == Op::STORE &&
+          u.src(1).src(1).op() == Op::CONST)
+        return fmt::format("{}={}", leaf(u.src(0)), arg_to_string(u.src(1).src(1).arg()));
+      return "";
     default:
       return "";
   }

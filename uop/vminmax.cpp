@@ -70,6 +70,8 @@ Bounds compute(const UOp& u, Bounds none) {
       const auto& p = u.arg_as<ParamArg>();
       return p.slot < 0 ? Bounds{p.lo, p.hi} : none;
     }
+    case Op::AFTER:  // a bound variable, AFTER(var, STORE(var, value)): the variable's range
+      return s(0);
     case Op::RANGE:
     case Op::SPECIAL:
       return {0, std::max<i128>(0, s(0).hi - 1)};

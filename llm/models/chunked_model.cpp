@@ -52,8 +52,8 @@ Tensor ChunkedModel::run(std::span<const int32_t> tokens, int64_t start_pos, boo
   if (!step.jit) {
     step.chunk = make_chunk(rows, max_context_);
     step.jit = std::make_unique<GraphJit>(
-        [this, &step, head](const std::vector<UOp>& in, const VarVals&) {
-          const Chunk& c = step.chunk;
+        [this, rows, head](const std::vector<UOp>& in) {
+          const Chunk c = Chunk::from_variables(rows, {in.begin() + 3, in.end()});
           Tensor x =
               layers(Tensor(in[0], device_), Tensor(in[1], device_), Tensor(in[2], device_), c);
           // Materialized: the norm's two kernels would each recompute the last block's output.
@@ -63,12 +63,13 @@ Tensor ChunkedModel::run(std::span<const int32_t> tokens, int64_t start_pos, boo
         },
         fmt::format("{} {} rows={}", name_, head ? "forward" : "prefill", rows));
   }
-  var_vals_ = step.chunk.var_vals(start_pos, n);
   Tensor x = embed_rows(*weights_.token_embd, tokens, rows, device_);
   auto [cos, sin] = rope_tables(start_pos, rows, config_.n_rot, config_.rope_theta, device_);
   Tensor inputs[] = {x, cos, sin};
   Tensor::realize_all(inputs);
-  std::vector<UOp> out = (*step.jit)({x.node(), cos.node(), sin.node()}, var_vals_);
+  std::vector<UOp> in{x.node(), cos.node(), sin.node()};
+  for (const UOp& v : step.chunk.bind(start_pos, n).variables()) in.push_back(v);
+  std::vector<UOp> out = (*step.jit)(in);
   return Tensor(out[0], device_);
 }
 

@@ -40,8 +40,8 @@ class ChunkedModel : public LanguageModel {
   /// The FFN of a layer: the MoE FFN when the config has experts, else dense SwiGLU.
   FeedForward load_ffn(const LayerWeights& lw) const;
   /// The layers over a chunk of embedded tokens x (rows, dim): the hidden states (rows, dim).
-  /// cos and sin are the RoPE tables of the chunk's positions (rows, 1, n_rot / 2). Realize with
-  /// var_vals_.
+  /// cos and sin are the RoPE tables of the chunk's positions (rows, 1, n_rot / 2); the chunk's
+  /// variables are bound.
   virtual Tensor layers(Tensor x, const Tensor& cos, const Tensor& sin, const Chunk& chunk) = 0;
   /// Runs before each call's graph (a recurrent model starts over at position 0).
   virtual void before_forward(int64_t /*start_pos*/) {}
@@ -52,7 +52,6 @@ class ChunkedModel : public LanguageModel {
   int64_t max_context_;
   std::string device_;
   std::shared_ptr<const void> owner_;  // keeps the file's mapping alive under the weights
-  VarVals var_vals_;                   // of the current forward call
 
  private:
   struct Step {

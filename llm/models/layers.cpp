@@ -6,6 +6,7 @@
 #include "llm/models/model.h"
 #include "llm/quant/dequantize.h"
 #include "llm/quant/lazy_dequant.h"
+#include "schedule/schedule.h"
 
 namespace ugrad::llm {
 
@@ -14,11 +15,17 @@ Chunk make_chunk(int64_t rows, int64_t max_context) {
   return {rows, UOp::variable("start_pos", 0, max_context - 1), len};
 }
 
-std::vector<std::pair<std::string, int64_t>> Chunk::var_vals(int64_t start_pos, int64_t n) const {
-  std::vector<std::pair<std::string, int64_t>> vv{
-      {this->start_pos.arg_as<ParamArg>().name, start_pos}};
-  if (rows != 1) vv.emplace_back(len.arg_as<ParamArg>().name, n);
-  return vv;
+Chunk Chunk::bind(int64_t sp, int64_t n) const {
+  return {rows, bind_variable(start_pos, sp), rows == 1 ? len : bind_variable(len, n)};
+}
+
+std::vector<UOp> Chunk::variables() const {
+  if (rows == 1) return {start_pos};
+  return {start_pos, len};
+}
+
+Chunk Chunk::from_variables(int64_t rows, const std::vector<UOp>& vars) {
+  return {rows, vars.at(0), rows == 1 ? dim(1) : vars.at(1)};
 }
 
 Tensor rms_norm(const Tensor& x, const Tensor& w, float eps) {
@@ -70,8 +77,7 @@ KvCache::KvCache(int64_t max_context, int64_t kv_heads, int64_t head_dim, const 
   v_.realize();
 }
 
-Tensor KvCache::attend(const Tensor& q, const Tensor& k, const Tensor& v, const Chunk& chunk,
-                       const std::vector<std::pair<std::string, int64_t>>& var_vals) {
+Tensor KvCache::attend(const Tensor& q, const Tensor& k, const Tensor& v, const Chunk& chunk) {
   const int64_t n = chunk.rows, heads = q.size(1), hd = head_dim_, kvh = kv_heads_;
   const int64_t group = heads / kvh;
   const UOp& sp = chunk.start_pos;
@@ -82,7 +88,7 @@ Tensor KvCache::attend(const Tensor& q, const Tensor& k, const Tensor& v, const 
   // int8-rounded rows), which a later schedule would compute again.
   Tensor writes[] = {at(k_, sp, sp + n).assign(k.permute({1, 0, 2}).cast(dtypes::float16)),
                      at(v_, sp, sp + n).assign(v.permute({1, 0, 2}).cast(dtypes::float16)), q};
-  Tensor::realize_all(writes, var_vals);
+  Tensor::realize_all(writes);
   // Keys [0, start_pos + rows): a symbolic length, so a step reads only the filled prefix.
   Tensor keys = at(k_, dim(0), sp + n).cast(dtypes::float32);  // (kvh, L, hd)
   Tensor values = at(v_, dim(0), sp + n).cast(dtypes::float32);

@@ -17,14 +17,18 @@
 
 namespace ugrad::llm {
 
-/// The positions one forward call runs. start_pos and len are variables (bound per call), so
-/// every call with the same `rows` has the same graph.
+/// The positions one forward call runs. start_pos and len are variables, bound per call, so every
+/// call with the same `rows` has the same graph.
 struct Chunk {
   int64_t rows;   // static row count of every activation
   UOp start_pos;  // variable in [0, max_context - 1]
   UOp len;        // real tokens: a variable in [1, rows], or the constant 1 when rows == 1
-  /// The variables' values for a call.
-  std::vector<std::pair<std::string, int64_t>> var_vals(int64_t start_pos, int64_t len) const;
+  /// This chunk with its variables bound to a call's values.
+  Chunk bind(int64_t start_pos, int64_t len) const;
+  /// The bound variables, the inputs of a captured graph: start_pos, then len when variable.
+  std::vector<UOp> variables() const;
+  /// The chunk of `rows` rows over bound variables as variables() lists them.
+  static Chunk from_variables(int64_t rows, const std::vector<UOp>& vars);
 };
 
 /// The chunk of `rows` rows for a model of `max_context` positions.
@@ -68,8 +72,7 @@ class KvCache {
   /// grouped-query attention of q (rows, heads, head_dim) over every cached position up to each
   /// query's own: (rows, heads * head_dim). Padded rows write rows past the real ones, which the
   /// next call overwrites before any real query can see them.
-  Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const Chunk& chunk,
-                const std::vector<std::pair<std::string, int64_t>>& var_vals);
+  Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const Chunk& chunk);
 
  private:
   int64_t max_context_, kv_heads_, head_dim_;

@@ -25,15 +25,15 @@ Tensor Qwen3Model::attention(Layer& l, const Tensor& h, const Tensor& cos, const
   Tensor q = rms_norm(l.wq(h).contiguous().reshape({n, heads, hd}), l.q_norm, config_.rms_eps);
   Tensor k = rms_norm(l.wk(h).contiguous().reshape({n, kv_heads, hd}), l.k_norm, config_.rms_eps);
   Tensor v = l.wv(h).contiguous().reshape({n, kv_heads, hd});
-  Tensor out = l.cache.attend(rope(q, cos, sin), rope(k, cos, sin), v, chunk, var_vals_);
+  Tensor out = l.cache.attend(rope(q, cos, sin), rope(k, cos, sin), v, chunk);
   return l.wo(out);
 }
 
 Tensor Qwen3Model::layers(Tensor x, const Tensor& cos, const Tensor& sin, const Chunk& chunk) {
   for (Layer& l : layers_) {
-    x.realize(var_vals_);
+    x.realize();
     x = x + attention(l, pre_norm(x, l.attn_norm, config_.rms_eps), cos, sin, chunk);
-    x.realize(var_vals_);
+    x.realize();
     x = x + l.ffn(pre_norm(x, l.ffn_norm, config_.rms_eps));
   }
   return x;

@@ -24,13 +24,13 @@ Tensor softplus(const Tensor& x) { return (x > kSoftplusLinear).where(x, (x.exp(
 // One row (decode), in place: [M' k | M' q] with M' = decay M from the old state, then
 // M <- M' + beta (v - M' k) (x) k, out = M' q + beta (v - M' k) (k . q).
 Tensor delta_rule_row(const Tensor& state, const Tensor& q, const Tensor& k, const Tensor& v,
-                      const Tensor& beta, const Tensor& log_decay, const VarVals& var_vals) {
+                      const Tensor& beta, const Tensor& log_decay) {
   const int64_t heads = q.size(1), dk = q.size(2), dv = v.size(2);
   // Read by several kernels: computed once. [k | q] (heads, 2, d_k).
   Tensor in[] = {cat({k.reshape({heads, 1, dk}), q.reshape({heads, 1, dk})}, 1),
                  v.reshape({heads, dv}), beta.reshape({heads, 1}),
                  log_decay.exp().reshape({heads, 1, 1})};
-  Tensor::realize_all(in, var_vals);
+  Tensor::realize_all(in);
   const Tensor &kq = in[0], &vs = in[1], &betas = in[2], &decay = in[3];
   Tensor k1 = kq.shrink({{0, heads}, {0, 1}, {0, dk}}),
          q1 = kq.shrink({{0, heads}, {1, 2}, {0, dk}});
@@ -41,9 +41,9 @@ Tensor delta_rule_row(const Tensor& state, const Tensor& q, const Tensor& k, con
   Tensor out = proj.shrink({{0, heads}, {0, dv}, {1, 2}}).reshape({heads, dv}) +
                delta(proj) * (q1 * k1).sum({-1});
   Tensor done[] = {out.reshape({1, heads, dv}), proj};
-  Tensor::realize_all(done, var_vals);
+  Tensor::realize_all(done);
   // In place: each element is read and written by one thread, after the projection it needs.
-  state.assign(state * decay + delta(done[1]).reshape({heads, dv, 1}) * k1).realize(var_vals);
+  state.assign(state * decay + delta(done[1]).reshape({heads, dv, 1}) * k1).realize();
   return done[0];
 }
 
@@ -65,13 +65,13 @@ Tensor index_mask(int64_t n, Pred pred, const std::string& device) {
 // A padded row (beta 0, log decay 0) has a zero row in A, so its row of T is e_i and its rows of
 // U, W and V' are exactly zero: it adds exact zeros to the state and to the other rows' outputs.
 Tensor delta_rule_chunk(const Tensor& state, const Tensor& q, const Tensor& k, const Tensor& v,
-                        const Tensor& beta, const Tensor& log_decay, const VarVals& var_vals) {
+                        const Tensor& beta, const Tensor& log_decay) {
   const int64_t n = q.size(0), heads = q.size(1);
   const std::string& device = state.device();
   // Heads first: (heads, n, d); beta (heads, n, 1); G (heads, n).
   Tensor in[] = {q.permute({1, 0, 2}), k.permute({1, 0, 2}), v.permute({1, 0, 2}),
                  beta.transpose().unsqueeze(-1), log_decay.transpose().cumsum(1)};
-  Tensor::realize_all(in, var_vals);
+  Tensor::realize_all(in);
   const Tensor &qh = in[0], &kh = in[1], &vh = in[2], &bh = in[3], &cum = in[4];
   Tensor lower = index_mask(
       n, [](int64_t i, int64_t j) { return i > j; }, device);
@@ -98,21 +98,21 @@ Tensor delta_rule_chunk(const Tensor& state, const Tensor& q, const Tensor& k, c
   Tensor vp = t.matmul(vh * bh) - t.matmul(kb * eg).matmul(s);
   Tensor out = (qh * eg).matmul(s) + (qh.matmul(kh.transpose()) * decays).matmul(vp);
   Tensor done[] = {out.permute({1, 0, 2}), vp};
-  Tensor::realize_all(done, var_vals);
+  Tensor::realize_all(done);
   // In place: element (h, j, i) reads only itself of the old state (and V', computed before).
   Tensor g_last = cum.shrink({{0, heads}, {n - 1, n}});  // (heads, 1)
   Tensor k_decayed = kh * (g_last - cum).exp().unsqueeze(-1);
   state.assign(state * g_last.exp().unsqueeze(-1) + done[1].transpose().matmul(k_decayed))
-      .realize(var_vals);
+      .realize();
   return done[0];
 }
 
 }  // namespace
 
 Tensor gated_delta_rule(const Tensor& state, const Tensor& q, const Tensor& k, const Tensor& v,
-                        const Tensor& beta, const Tensor& log_decay, const VarVals& var_vals) {
-  return q.size(0) == 1 ? delta_rule_row(state, q, k, v, beta, log_decay, var_vals)
-                        : delta_rule_chunk(state, q, k, v, beta, log_decay, var_vals);
+                        const Tensor& beta, const Tensor& log_decay) {
+  return q.size(0) == 1 ? delta_rule_row(state, q, k, v, beta, log_decay)
+                        : delta_rule_chunk(state, q, k, v, beta, log_decay);
 }
 
 Qwen35Model::Qwen35Model(const GgufFile& file, int64_t max_context, const std::string& device)
@@ -177,7 +177,7 @@ const Tensor& Qwen35Model::recurrent_state(uint32_t layer) const {
 void Qwen35Model::reset() {
   if (!reset_jit_) {
     reset_jit_ = std::make_unique<GraphJit>(
-        [this](const std::vector<UOp>&, const VarVals&) {
+        [this](const std::vector<UOp>&) {
           std::vector<Tensor> zeroed;
           for (Layer& l : layers_) {
             if (!l.gdn) continue;
@@ -205,7 +205,7 @@ Tensor Qwen35Model::attention(Attention& l, const Tensor& h, const Tensor& cos, 
   Tensor gate = qg.shrink({{0, n}, {0, heads}, {hd, 2 * hd}}).reshape({n, heads * hd});
   Tensor k = rms_norm(l.wk(h).contiguous().reshape({n, kv_heads, hd}), l.k_norm, config_.rms_eps);
   Tensor v = l.wv(h).contiguous().reshape({n, kv_heads, hd});
-  Tensor out = l.cache.attend(rope(q, cos, sin), rope(k, cos, sin), v, chunk, var_vals_);
+  Tensor out = l.cache.attend(rope(q, cos, sin), rope(k, cos, sin), v, chunk);
   // Materialized: fused into the projection the gate would be recomputed once per output column.
   return l.wo((out * gate.sigmoid()).contiguous());
 }
@@ -221,11 +221,10 @@ Tensor Qwen35Model::delta_net(DeltaNet& l, const Tensor& h, const Chunk& chunk) 
   // The conv window: the previous taps-1 inputs, then this chunk's rows.
   // The projection is materialized first: fused into the concatenation its kernel is ~3x slower.
   Tensor window = cat({l.conv_state, l.w_qkv(h).contiguous()}, 0);
-  window.realize(var_vals_);
+  window.realize();
   // The next conv state: the last taps-1 real inputs (padded rows come after them).
   const UOp& len = chunk.len;
-  l.conv_state.assign(window.shrink_to({{len, len + (taps - 1)}, {dim(0), dim(cd)}}))
-      .realize(var_vals_);
+  l.conv_state.assign(window.shrink_to({{len, len + (taps - 1)}, {dim(0), dim(cd)}})).realize();
   // Causal depthwise conv: tap taps-1 multiplies the current row.
   Tensor taps_t = l.conv.transpose();  // (taps, conv_dim)
   Tensor conv;
@@ -253,7 +252,7 @@ Tensor Qwen35Model::delta_net(DeltaNet& l, const Tensor& h, const Chunk& chunk) 
     beta = real.where(beta, 0.0);
     log_decay = real.where(log_decay, 0.0);
   }
-  Tensor y = gated_delta_rule(l.state, q, k, v, beta, log_decay, var_vals_);  // (n, H_v, d_v)
+  Tensor y = gated_delta_rule(l.state, q, k, v, beta, log_decay);  // (n, H_v, d_v)
   Tensor z = l.w_z(h).contiguous().reshape({n, hv, dv});
   // Materialized: fused into the projection SiLU(z) would be recomputed once per output column.
   Tensor gated = (rms_norm(y, l.norm, eps) * z.silu()).reshape({n, hv * dv}).contiguous();
@@ -263,10 +262,10 @@ Tensor Qwen35Model::delta_net(DeltaNet& l, const Tensor& h, const Chunk& chunk) 
 // The whole network for a chunk of embedded tokens: the logits of the last real one, (1, vocab).
 Tensor Qwen35Model::layers(Tensor x, const Tensor& cos, const Tensor& sin, const Chunk& chunk) {
   for (Layer& l : layers_) {
-    x.realize(var_vals_);
+    x.realize();
     Tensor h = pre_norm(x, l.attn_norm, config_.rms_eps);
     x = x + (l.gdn ? delta_net(*l.gdn, h, chunk) : attention(*l.attn, h, cos, sin, chunk));
-    x.realize(var_vals_);
+    x.realize();
     x = x + l.ffn(pre_norm(x, l.ffn_norm, config_.rms_eps));
   }
   return x;

@@ -31,7 +31,7 @@ namespace ugrad::llm {
 /// padding: a single one leaves M bit for bit as it was, and in a chunk neither M nor the other
 /// rows' outputs depend on its q, k and v.
 Tensor gated_delta_rule(const Tensor& state, const Tensor& q, const Tensor& k, const Tensor& v,
-                        const Tensor& beta, const Tensor& log_decay, const VarVals& var_vals);
+                        const Tensor& beta, const Tensor& log_decay);
 
 class Qwen35Model : public ChunkedModel {
  public:

@@ -127,10 +127,10 @@ TensorJit& graph_for(const GraphKey& g) {
   if (!jit) {
     Tensor ids = Tensor::arange(g.vocab, dtypes::uint32, g.device);
     ids.realize();
-    UOp step = UOp::variable(kStepVar, 0, static_cast<int64_t>(kStepPeriod - 1));
     jit = std::make_unique<TensorJit>(
-        [g, ids, step](const std::vector<Tensor>& in, const VarVals&) {
-          Tensor token = sample_graph(in[0], in[1], g, ids, Tensor::from_dim(step, g.device));
+        [g, ids](const std::vector<Tensor>& in) {
+          Tensor token =
+              sample_graph(in[0], in[1], g, ids, Tensor::from_dim(in[2].node(), g.device));
           return std::vector<Tensor>{token};
         },
         "sampler");
@@ -192,11 +192,14 @@ int32_t Sampler::draw(const Tensor& logits, int64_t step) {
              .top_k = !greedy && opt_.top_k > 0 && opt_.top_k < vocab,
              .top_p = !greedy && opt_.top_p < 1,
              .min_p = !greedy && opt_.min_p > 0};
-  VarVals vars{{kStepVar, static_cast<int64_t>(static_cast<uint64_t>(step) % kStepPeriod)}};
+  const UOp step_var = UOp::variable(kStepVar, 0, static_cast<int64_t>(kStepPeriod - 1));
+  const Tensor bound_step(
+      bind_variable(step_var, static_cast<int64_t>(static_cast<uint64_t>(step) % kStepPeriod)),
+      device_);
   int32_t token;
   {
     std::lock_guard lock(g_graphs_mutex);
-    token = graph_for(g)({logits.reshape({1, vocab}), params_}, vars)[0].item<int32_t>();
+    token = graph_for(g)({logits.reshape({1, vocab}), params_, bound_step})[0].item<int32_t>();
   }
   if (token < 0) fail("sampling: the logits hold a NaN or a +inf, or are all -inf");
   return token;

@@ -73,12 +73,11 @@ void check_metadata(const KernelSource& src, const AmdKernelBinary& bin, const s
 
 // Realizes `roots` on the device of their buffers, capturing every launch; each kernel is then
 // recompiled for `arch` (a program cache hit) and its metadata checked. Returns the kernel count.
-size_t realize_and_check(std::vector<UOp> roots, const std::string& arch,
-                         const VarVals& vars = {}) {
+size_t realize_and_check(std::vector<UOp> roots, const std::string& arch) {
   std::vector<ExecItem> items;
   {
     CaptureScope capture;
-    realize(roots, vars);
+    realize(roots);
     items = capture.items;
   }
   LlvmTarget target = amdgpu_target(arch);
@@ -165,14 +164,17 @@ TEST_CASE("NULL:gfx1100 compiles every kernel of representative graphs, metadata
   SUBCASE("symbolic shapes: one kernel per graph serves every bound value") {
     UOp x = in({8, 32}, dev);
     UOp t = UOp::variable("T", 1, 32);
-    UOp shr = UOp::make(Op::SHRINK, x.dtype(), {x, dim(0), dim(0), dim(8), t});
-    UOp rows = reduce(shr, Op::ADD, {1});
-    for (int64_t n : {1, 17, 32}) CHECK(realize_and_check({rows}, arch, {{"T", n}}) == 1);
+    auto shr = [&](const UOp& v) {
+      return UOp::make(Op::SHRINK, x.dtype(), {x, dim(0), dim(0), dim(8), v});
+    };
+    for (int64_t n : {1, 17, 32})
+      CHECK(realize_and_check({reduce(shr(bind_variable(t, n)), Op::ADD, {1})}, arch) == 1);
+    UOp t5 = bind_variable(t, 5);
     UOp scaled =
-        shr * UOp::make(Op::SHRINK, x.dtype(), {full(3, {8, 32}), dim(0), dim(0), dim(8), t});
-    CHECK(realize_and_check({scaled}, arch, {{"T", 5}}) == 1);
-    CHECK_THROWS_WITH_AS(realize_and_check({rows}, arch, {{"T", 33}}),
-                         doctest::Contains("outside its range"), Error);
+        shr(t5) * UOp::make(Op::SHRINK, x.dtype(), {full(3, {8, 32}), dim(0), dim(0), dim(8), t5});
+    CHECK(realize_and_check({scaled}, arch) == 1);
+    CHECK_THROWS_WITH_AS(realize_and_check({reduce(shr(t), Op::ADD, {1})}, arch),
+                         doctest::Contains("variable 'T' is not bound"), Error);
   }
 }
 
@@ -208,9 +210,9 @@ TEST_CASE("NULL:gfx1101 and NULL:gfx1200 compile matmul, softmax and a symbolic 
     UOp e = (x - mop(Op::EXPAND, reduce(x, Op::MAX, {1}), {4, 10})).alu(Op::EXP2);
     UOp sm = e * mop(Op::EXPAND, reduce(e, Op::ADD, {1}), {4, 10}).alu(Op::RECIP);
     UOp v = in({32}, dev);
-    UOp t = UOp::variable("T", 1, 32);
+    UOp t = bind_variable(UOp::variable("T", 1, 32), 9);
     UOp part = reduce(UOp::make(Op::SHRINK, v.dtype(), {v, dim(0), t}), Op::ADD, {0});
-    CHECK(realize_and_check({mm, sm, part}, arch, {{"T", 9}}) >= 3);
+    CHECK(realize_and_check({mm, sm, part}, arch) >= 3);
   }
 }
 
@@ -253,14 +255,14 @@ TEST_CASE("kernargs of a real gfx1100 kernel, byte by byte") {
   // out[i] = a[i, :T] summed * b[i]: three buffers and one variable.
   const std::string dev = "NULL:gfx1100";
   UOp a = in({4, 16}, dev), b = in({4}, dev);
-  UOp t = UOp::variable("T", 1, 16);
+  UOp t = bind_variable(UOp::variable("T", 1, 16), 3);
   UOp part = reduce(UOp::make(Op::SHRINK, a.dtype(), {a, dim(0), dim(0), dim(4), t}), Op::ADD, {1});
   UOp y = mop(Op::RESHAPE, part, {4}) * b;
   std::vector<ExecItem> items;
   {
     CaptureScope capture;
     UOp roots[] = {y};
-    realize(roots, {{"T", 3}});
+    realize(roots);
     items = capture.items;
   }
   REQUIRE(items.size() == 1);
@@ -352,7 +354,7 @@ TEST_CASE("AMD device over a fake HIP library: allocation, copies and the launch
       reinterpret_cast<const unsigned char* (*)(size_t*)>(dlsym(fake, "fake_hip_last_kernargs"));
   REQUIRE((launches && last_kernel && last_grid && last_block && last_kernargs));
 
-  UOp t = UOp::variable("T", 1, 8);
+  UOp t = bind_variable(UOp::variable("T", 1, 8), 6);
   UOp va_view = buffer_view(a, make_shape({8})), vb_view = buffer_view(b, make_shape({8}));
   UOp y =
       reduce(UOp::make(Op::SHRINK, dtypes::float32, {va_view * vb_view, dim(0), t}), Op::ADD, {0});
@@ -363,7 +365,7 @@ TEST_CASE("AMD device over a fake HIP library: allocation, copies and the launch
     ScopedKnob debug(Knob::DEBUG, "2");  // timed with HIP events
     CaptureScope capture;
     UOp roots[] = {y};
-    out = realize(roots, {{"T", 6}});
+    out = realize(roots);
     items = capture.items;
   }
   REQUIRE(items.size() == 1);

@@ -30,7 +30,6 @@ Device& emulated_amd() {
 struct GraphCase {
   std::vector<std::vector<int64_t>> inputs;
   std::function<std::vector<UOp>(const std::vector<UOp>&)> build;
-  VarVals vars = {};
   /// Which elements of root r hold values (a symbolic shape leaves the rest of its buffer alone).
   std::function<bool(size_t r, size_t i)> valid = nullptr;
 };
@@ -57,7 +56,7 @@ std::vector<std::vector<float>> run_on(const std::string& dev, const GraphCase& 
   std::vector<UOp> roots;
   for (const UOp& r : c.build(ins))
     roots.push_back(r.dtype() == dtypes::float32 ? r : r.cast(dtypes::float32));
-  std::vector<UOp> out = realize(roots, c.vars);
+  std::vector<UOp> out = realize(roots);
   std::vector<std::vector<float>> values;
   for (const UOp& o : out) {
     UOp b = realized_buffer(o);
@@ -176,12 +175,11 @@ TEST_CASE("a symbolic length on DEV=AMD: one program, every bound value") {
     INFO("T = ", t);
     GraphCase c;
     c.inputs = {{4, 32}};
-    c.build = [](const std::vector<UOp>& x) {
-      UOp v = UOp::variable("T", 1, 32);
+    c.build = [t](const std::vector<UOp>& x) {
+      UOp v = bind_variable(UOp::variable("T", 1, 32), t);
       UOp s = UOp::make(Op::SHRINK, x[0].dtype(), {x[0], dim(0), dim(0), dim(4), v});
       return std::vector<UOp>{reduce(s, Op::ADD, {1}), s * s};
     };
-    c.vars = {{"T", t}};
     // s * s lives in a (4, 32) buffer: row i holds T values from i * 32.
     c.valid = [t](size_t r, size_t i) { return r == 0 || static_cast<int64_t>(i % 32) < t; };
     compare_with_cpu(c, 1e-5);
@@ -218,8 +216,8 @@ TEST_CASE("JIT on DEV=AMD: replays rerun the captured launches with new inputs a
   const UOp t = UOp::variable("T", 1, 16);
   // out = sum(a[:T] * b[:T]) + a[0]
   GraphJit jit(
-      [t](const std::vector<UOp>& in, const VarVals&) {
-        UOp prod = UOp::make(Op::SHRINK, dtypes::float32, {in[0] * in[1], dim(0), t});
+      [](const std::vector<UOp>& in) {  // in: a, b, T bound
+        UOp prod = UOp::make(Op::SHRINK, dtypes::float32, {in[0] * in[1], dim(0), in[2]});
         UOp first = mop(Op::SHRINK, in[0], {0, 1});
         return std::vector<UOp>{reduce(prod, Op::ADD, {0}) + first};
       },
@@ -236,7 +234,8 @@ TEST_CASE("JIT on DEV=AMD: replays rerun the captured launches with new inputs a
       ins.push_back(buffer_view(buf, make_shape({16})));
     }
     if (call == 2) compiles = jit_stats().compiles;
-    std::vector<UOp> out = jit(ins, {{"T", len}});
+    ins.push_back(bind_variable(t, len));
+    std::vector<UOp> out = jit(ins);
     double want = va[0];
     for (int64_t i = 0; i < len; ++i) want += double(va[i]) * vb[i];
     UOp b = realized_buffer(out[0]);
@@ -304,7 +303,7 @@ TEST_CASE("COPY of a realized buffer is one copy and no kernel, between GPU buff
 TEST_CASE("JIT with COPY on DEV=AMD: replays copy the new inputs in and the result out") {
   emulated_amd();
   GraphJit jit(
-      [](const std::vector<UOp>& in, const VarVals&) {
+      [](const std::vector<UOp>& in) {
         UOp squared = copy_to(in[0], "AMD") * copy_to(in[0], "AMD");
         return std::vector<UOp>{copy_to(reduce(squared, Op::ADD, {0}), "CPU")};
       },
@@ -316,7 +315,7 @@ TEST_CASE("JIT with COPY on DEV=AMD: replays copy the new inputs in and the resu
     UOp x = input({64});
     copy_in(realized_buffer(x), std::as_bytes(std::span(v)));
     if (call == 2) compiles = jit_stats().compiles;
-    std::vector<UOp> out = jit({x}, {});
+    std::vector<UOp> out = jit({x});
     double want = 0;
     for (float f : v) want += double(f) * f;
     std::vector<float> got = read_back(out[0]);

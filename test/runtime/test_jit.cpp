@@ -43,9 +43,10 @@ std::vector<float> random_vec(size_t n, uint32_t seed) {
   return v;
 }
 
-// out[t] = sum_j x[t, j] * 2 + sum of cache[0 : start_pos + T] (a read of symbolic length)
-std::vector<UOp> body(const std::vector<UOp>& in, const VarVals&) {
-  UOp x = in[0], cache = in[1];
+// out[t] = sum_j x[t, j] * 2 + sum of cache[0 : start_pos + T] (a read of symbolic length); in:
+// x, cache, T and start_pos bound.
+std::vector<UOp> body(const std::vector<UOp>& in) {
+  UOp x = in[0], cache = in[1], kT = in[2], kStart = in[3];
   UOp rows =
       reduce(x * UOp::make(Op::EXPAND, x.dtype(),
                            {mop(Op::RESHAPE, UOp::cnst(dtypes::float32, 2), {1, 1}), kT, dim(8)}),
@@ -91,7 +92,8 @@ TEST_CASE("every T and several start_pos through one capture, no compile or sche
       auto x = random_vec(32 * 8, static_cast<uint32_t>(100 + call));
       UOp in = symbolic_input(x);
       JitStats before = jit_stats();
-      std::vector<UOp> out = jit({in, cache_view}, {{"T", t}, {"start_pos", start}});
+      std::vector<UOp> out =
+          jit({in, cache_view, bind_variable(kT, t), bind_variable(kStart, start)});
       JitStats after = jit_stats();
       if (call >= 2) {
         CHECK(after.schedules == before.schedules);
@@ -111,9 +113,10 @@ TEST_CASE("DEBUG=2 times every replayed kernel, as it times kernels run through 
   const Cache cache;
   UOp in = symbolic_input(random_vec(32 * 8, 2));
   ScopedKnob debug(Knob::DEBUG, "2");
-  for (int call = 0; call < 2; ++call) jit({in, cache.view()}, {{"T", 3}, {"start_pos", 1}});
+  for (int call = 0; call < 2; ++call)
+    jit({in, cache.view(), bind_variable(kT, 3), bind_variable(kStart, 1)});
   const std::string log = capture_stderr([&] {
-    jit({in, cache.view()}, {{"T", 4}, {"start_pos", 2}});
+    jit({in, cache.view(), bind_variable(kT, 4), bind_variable(kStart, 2)});
   });
   CHECK(log.find("test_jit: replaying") != std::string::npos);
   size_t lines = 0;
@@ -153,8 +156,7 @@ TEST_CASE("DEBUG=2 on a device that runs nothing prints no time or speed (issue 
   CAPTURE(log);
   CHECK(check_lines(log, "NULL ") >= 1);
 
-  GraphJit jit(
-      [](const std::vector<UOp>& in, const VarVals&) { return std::vector<UOp>{in[0] + in[0]}; });
+  GraphJit jit([](const std::vector<UOp>& in) { return std::vector<UOp>{in[0] + in[0]}; });
   UOp b = input({16}, dtypes::float32, "NULL");
   for (int call = 0; call < 2; ++call) jit({b});
   const std::string replay = capture_stderr([&] { jit({b}); });
@@ -163,8 +165,7 @@ TEST_CASE("DEBUG=2 on a device that runs nothing prints no time or speed (issue 
 }
 
 TEST_CASE("pitfall: an input of another shape or dtype than captured is an error") {
-  GraphJit jit(
-      [](const std::vector<UOp>& in, const VarVals&) { return std::vector<UOp>{in[0] + in[0]}; });
+  GraphJit jit([](const std::vector<UOp>& in) { return std::vector<UOp>{in[0] + in[0]}; });
   UOp a = input({4}), b = input({5}), c = input({4}, dtypes::int32);
   jit({a});
   jit({a});
@@ -173,8 +174,38 @@ TEST_CASE("pitfall: an input of another shape or dtype than captured is an error
   CHECK_THROWS_WITH_AS(jit({c}), doctest::Contains("input 0 is int32"), Error);
 }
 
+TEST_CASE("pitfall: a variable a kernel reads must be an input, the same one as captured") {
+  auto plus_t = [](const UOp& x, const UOp& t) {
+    return x + UOp::make(Op::EXPAND, x.dtype(),
+                         {mop(Op::RESHAPE, t.cast(dtypes::float32), {1}), dim(4)});
+  };
+  // The value is fixed inside the function: a replay could not change it.
+  GraphJit fixed([&](const std::vector<UOp>& in) {
+    return std::vector<UOp>{plus_t(in[0], bind_variable(kT, 3))};
+  });
+  UOp a = input({4});
+  fixed({a});
+  CHECK_THROWS_WITH_AS(fixed({a}), doctest::Contains("reads variable 'T', which is not an input"),
+                       Error);
+  GraphJit given(
+      [&](const std::vector<UOp>& in) { return std::vector<UOp>{plus_t(in[0], in[1])}; });
+  const std::vector<float> ones(4, 1.0f);
+  UOp b = new_buffer("CPU", dtypes::float32, 4);
+  copy_in(b, std::as_bytes(std::span(ones)));
+  for (int call = 0; call < 3; ++call) {
+    std::vector<float> got =
+        read(given({buffer_view(b, make_shape({4})), bind_variable(kT, 5 + call)})[0], 4);
+    CHECK(got == std::vector<float>(4, 6.0f + call));
+  }
+  CHECK_THROWS_WITH_AS(given({a, bind_variable(kStart, 1)}),
+                       doctest::Contains("input 1 is variable 'start_pos', but the JIT captured "
+                                         "variable 'T'"),
+                       Error);
+  CHECK_THROWS_WITH_AS(given({a, a}), doctest::Contains("input 1 is float32 (4,)"), Error);
+}
+
 TEST_CASE("pitfall: reading a value during capture is an error, not a silent stale read") {
-  GraphJit jit([](const std::vector<UOp>& in, const VarVals&) {
+  GraphJit jit([](const std::vector<UOp>& in) {
     UOp r = realize(std::vector<UOp>{in[0] + in[0]})[0];
     std::vector<float> host(4);
     copy_out(realized_buffer(r), std::as_writable_bytes(std::span(host)));
@@ -186,17 +217,15 @@ TEST_CASE("pitfall: reading a value during capture is an error, not a silent sta
 }
 
 TEST_CASE("pitfall: nested JITs are an error") {
-  GraphJit inner(
-      [](const std::vector<UOp>& in, const VarVals&) { return std::vector<UOp>{in[0] * in[0]}; });
-  GraphJit outer([&](const std::vector<UOp>& in, const VarVals& v) { return inner(in, v); });
+  GraphJit inner([](const std::vector<UOp>& in) { return std::vector<UOp>{in[0] * in[0]}; });
+  GraphJit outer([&](const std::vector<UOp>& in) { return inner(in); });
   UOp a = input({4});
   outer({a});
   CHECK_THROWS_WITH_AS(outer({a}), doctest::Contains("nested"), Error);
 }
 
 TEST_CASE("pitfall: replay outputs alias the captured buffers, a changed input changes them") {
-  GraphJit jit(
-      [](const std::vector<UOp>& in, const VarVals&) { return std::vector<UOp>{in[0] + in[0]}; });
+  GraphJit jit([](const std::vector<UOp>& in) { return std::vector<UOp>{in[0] + in[0]}; });
   std::vector<float> one{1, 1, 1, 1}, two{2, 2, 2, 2};
   auto make = [](const std::vector<float>& v) {
     UOp b = new_buffer("CPU", dtypes::float32, 4);
@@ -214,7 +243,7 @@ TEST_CASE("pitfall: replay outputs alias the captured buffers, a changed input c
 
 TEST_CASE("intermediates of a captured graph share one planned arena, results stay exact") {
   // A chain of materialized steps: each intermediate dies after the next kernel reads it.
-  auto chain = [](const std::vector<UOp>& in, const VarVals&) {
+  auto chain = [](const std::vector<UOp>& in) {
     UOp x = in[0];
     for (int i = 0; i < 6; ++i)
       x = UOp::make(Op::CONTIGUOUS, x.dtype(), {x * full(2, {16}) + full(1, {16})});
