@@ -1,13 +1,26 @@
-// Private to schedule/: a graph's schedule built from scratch (kernelize.cpp). create_schedule
-// (schedule_cache.cpp) calls it once per graph structure and instantiates the cached result.
+// Private to schedule/: a graph's schedule built from scratch, in two stages. create_schedule
+// (schedule_cache.cpp) calls build_schedule once per graph structure and instantiates the cached
+// result.
 #pragma once
+#include <unordered_map>
 #include <vector>
 
 #include "schedule/schedule.h"
 
 namespace ugrad {
 
-/// The schedule of `roots`: which nodes get a buffer, then one kernel AST per buffer.
+struct BufferPlan {
+  std::unordered_map<UOp, UOp> buffers;  // node -> the BUFFER it is materialized into
+  std::vector<UOp> kernels;              // the nodes with a kernel (or a copy), in graph order
+};
+
+/// Stage 1 (decide_buffers.cpp): which nodes of the graph of `roots` get a buffer.
+BufferPlan decide_buffers(const std::vector<UOp>& roots);
+/// Stage 2 (build_kernels.cpp): one kernel per node of plan.kernels (none for an empty one), in
+/// dependency order. It adds no buffer.
+std::vector<ScheduleItem> build_kernels(const BufferPlan& plan);
+
+/// The schedule of `roots`: decide_buffers, then build_kernels.
 Schedule build_schedule(const std::vector<UOp>& roots);
 
 }  // namespace ugrad

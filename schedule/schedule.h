@@ -1,7 +1,9 @@
-// The scheduler: a tensor graph -> an ordered list of kernels. Movement ops become index arithmetic
-// over loop ranges (no views). A node is computed inside its consumer's loops (fusion) unless it
-// must be materialized: a root, a CONTIGUOUS, an ASSIGN, a reduce whose result is broadcast into a
-// larger loop nest, or a node holding a reduce that two consumers index differently.
+// The scheduler: a tensor graph -> an ordered list of kernels, in two stages. First it decides
+// which nodes get a buffer: a root, a CONTIGUOUS, an ASSIGN, a COPY and its source, a reduce whose
+// result is broadcast into a larger loop nest or read inside another reduce's loop, and a node
+// holding a reduce that one kernel needs in two index contexts. Then it builds one kernel per
+// buffer: movement ops become index arithmetic over loop ranges (no views), every other node is
+// computed inside its consumer's loops (fusion).
 #pragma once
 #include <string>
 #include <vector>
