@@ -35,5 +35,12 @@ inline UOp matmul(const UOp& a, const UOp& b, int64_t n, int64_t k, int64_t m) {
   UOp b3 = mop(Op::EXPAND, mop(Op::RESHAPE, permute(b, {1, 0}), {1, m, k}), {n, m, k});
   return mop(Op::RESHAPE, reduce(a3 * b3, Op::ADD, {2}), {n, m});
 }
+inline UOp contiguous(const UOp& x) { return UOp::make(Op::CONTIGUOUS, x.dtype(), {x}); }
+/// The kernel ASTs of the roots' schedule, in order.
+inline std::vector<UOp> asts(const std::vector<UOp>& roots) {
+  std::vector<UOp> out;
+  for (const ScheduleItem& item : create_schedule(roots).items) out.push_back(item.ast);
+  return out;
+}
 
 }  // namespace ugrad::test

@@ -13,14 +13,6 @@ using namespace ugrad::test;
 
 namespace {
 
-UOp contiguous(const UOp& x) { return UOp::make(Op::CONTIGUOUS, x.dtype(), {x}); }
-
-std::vector<UOp> asts(const std::vector<UOp>& roots) {
-  std::vector<UOp> out;
-  for (const ScheduleItem& item : create_schedule(roots).items) out.push_back(item.ast);
-  return out;
-}
-
 // One "buffers/reduces" pair per kernel, in schedule order.
 std::string fingerprint(const std::vector<UOp>& roots) {
   std::string s;

@@ -70,18 +70,6 @@ TEST_CASE("realized inputs cost no kernel, identical kernels have identical ASTs
   CHECK(s1.items[0].ast == s2.items[0].ast);
 }
 
-namespace {
-
-UOp contiguous(const UOp& x) { return UOp::make(Op::CONTIGUOUS, x.dtype(), {x}); }
-
-std::vector<UOp> asts(const std::vector<UOp>& roots) {
-  std::vector<UOp> out;
-  for (const ScheduleItem& item : create_schedule(roots).items) out.push_back(item.ast);
-  return out;
-}
-
-}  // namespace
-
 // The patterns behind the .contiguous() hints llm/ dropped: the scheduler makes the same kernels
 // without them (the kernels of each pair are equal ASTs).
 TEST_CASE("a root that is a view of a computed value needs no contiguous()") {
