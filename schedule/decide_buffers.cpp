@@ -6,6 +6,7 @@
 // Kernels are walked last first: a new buffer is an input of the kernel that asked for it, so it
 // is walked after it. A new buffer only cuts paths from the kernels walked before: the contexts
 // they reach become fewer, never new, so no rule they passed can break. That is the fixed point.
+// Last, a reduce that two kernels would each compute inline gets a buffer, to a fixed point too.
 #include "schedule/kernelize.h"
 
 #include <algorithm>
@@ -64,19 +65,40 @@ BufferPlan decide_buffers(const std::vector<UOp>& roots) {
   for (const UOp& r : roots)
     if (!is_realized_view(r)) materialize(r);
 
-  while (!pending.empty()) {
-    auto last = std::prev(pending.end());
-    UOp node = last->second;
-    if (node.op() != Op::COPY) {
-      if (UOp need = KernelWalk(node, plan.buffers).first_needed_buffer()) {
-        materialize(need);
-        continue;
+  auto walk_pending = [&] {
+    while (!pending.empty()) {
+      auto last = std::prev(pending.end());
+      UOp node = last->second;
+      if (node.op() != Op::COPY) {
+        if (UOp need = KernelWalk(node, plan.buffers).first_needed_buffer()) {
+          materialize(need);
+          continue;
+        }
       }
+      plan.kernels.push_back(node);
+      pending.erase(last);
     }
-    plan.kernels.push_back(node);
-    pending.erase(last);
+  };
+  walk_pending();
+  // A reduce that two kernels would each compute gets a buffer: computed once, loaded by both.
+  // New buffers only remove what kernels compute, so this ends too.
+  for (bool added = true; added;) {
+    std::unordered_map<UOp, int> kernels_computing;
+    for (const UOp& k : plan.kernels) {
+      if (k.op() == Op::COPY) continue;
+      KernelWalk walk(k, plan.buffers);
+      walk.first_needed_buffer();
+      for (const UOp& r : walk.inline_reduces()) ++kernels_computing[r];
+    }
+    added = false;
+    for (const UOp& u : topo)
+      if (auto it = kernels_computing.find(u); it != kernels_computing.end() && it->second > 1)
+        materialize(u), added = true;
+    walk_pending();
   }
-  std::reverse(plan.kernels.begin(), plan.kernels.end());
+  // Dependency order: every input of a kernel comes before it in the graph.
+  std::sort(plan.kernels.begin(), plan.kernels.end(),
+            [&](const UOp& a, const UOp& b) { return position.at(a) < position.at(b); });
   return plan;
 }
 

@@ -186,6 +186,7 @@ KernelWalk::Sources KernelWalk::sources(const UOp& u, const Ctx& c) {
     }
     reduce_ranges_[ctx_key(u.node(), c)] =
         std::vector<UOp>(s.scope.begin() + c.scope.size(), s.scope.end());
+    if (!(u == out_) && !is_one_hot_sum(u)) inline_reduces_.push_back(u);
     out.emplace_back(u.src(0), s);
   } else if (u.op() == Op::BUFFER || u.op() == Op::CONST || u.op() == Op::PARAM ||
              u.op() == Op::RANGE) {

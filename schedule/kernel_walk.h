@@ -49,6 +49,9 @@ class KernelWalk {
   const UOp& value_at(const UOp& node, const Ctx& c) const;
   /// The reduce ranges a REDUCE_AXIS evaluated in `c` opened.
   const std::vector<UOp>& reduce_ranges(const UOp& red, const Ctx& c) const;
+  /// The reduces (REDUCE_AXIS, one-hot sums aside) the walk so far computes inline, the output
+  /// aside.
+  const std::vector<UOp>& inline_reduces() const { return inline_reduces_; }
 
  private:
   UOp needs_buffer(const UOp& u, const Ctx& c, const std::string& key);
@@ -61,6 +64,7 @@ class KernelWalk {
   std::unordered_map<UOp, std::string> reduce_ctx_;  // node -> its one ctx_key
   std::unordered_map<UOp, bool> has_reduce_;
   std::unordered_map<std::string, std::vector<UOp>> reduce_ranges_;  // by ctx_key
+  std::vector<UOp> inline_reduces_;
   int64_t next_axis_ = 0;
 };
 

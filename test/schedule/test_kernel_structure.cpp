@@ -115,3 +115,16 @@ TEST_CASE("structure: a reduce given a buffer by one reader is loaded by every r
   CHECK(fingerprint(roots) == "2/1 3/0 2/0");
   CHECK(asts(roots) == asts({x - bcast(contiguous(s), 3, 7), contiguous(s) * full(2, {3, 1})}));
 }
+
+TEST_CASE("structure: a reduce two kernels would each compute is computed once") {
+  // A projection read by two roots (as q is by its norm and its rotation): each kernel may
+  // compute it inline, yet two would compute it twice; it gets a buffer both load.
+  UOp x = input({4, 8}), w = input({8, 6});
+  UOp proj = matmul(x, w, 4, 8, 6);  // (4, 6)
+  std::vector<UOp> roots{proj * full(2, {4, 6}), proj + full(1, {4, 6})};
+  CHECK(fingerprint(roots) == "3/1 2/0 2/0");
+  CHECK(asts(roots) ==
+        asts({contiguous(proj) * full(2, {4, 6}), contiguous(proj) + full(1, {4, 6})}));
+  // One reader computes it inline, as before.
+  CHECK(fingerprint({proj * full(2, {4, 6})}) == "3/1");
+}
