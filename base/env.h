@@ -25,7 +25,8 @@ namespace ugrad {
   X(HIP_LIB, "", "Path of the HIP runtime library (default: libamdhip64.so, .so.6, .so.5)")      \
   X(AMD_COV, "5", "AMD HSA code object version: 5 (default) or 4")                               \
   X(MODELS_DIR, "", "Where `llm` looks up model aliases (default $XDG_CACHE_HOME/ugrad/models)") \
-  X(PERF_MAP, "0", "1 names JIT-compiled CPU kernels for perf in /tmp/perf-<pid>.map")
+  X(PERF_MAP, "0", "1 names JIT-compiled CPU kernels for perf in /tmp/perf-<pid>.map")         \
+  X(LLM_KERNELS, "1", "0 runs llm/kernels' generic tensor paths only (A/B comparisons)")
 
 enum class Knob {
 #define UGRAD_KNOB_ENUM(name, def, doc) name,

@@ -4,7 +4,7 @@
 //               (the decode roofline);
 //   x (32, in): matmul GFLOP/s against OpenBLAS sgemm of the same shape (fp32 weights) in this run
 //               (a prefill chunk).
-// Each weight is a model Linear (llm/models/linear.h): a Q4_K matvec quantizes x to int8 and runs
+// Each weight is a model Linear (llm/kernels/linear.h): a Q4_K matvec quantizes x to int8 and runs
 // DOT4 where the host has VNNI. Results are checked against OpenBLAS on the reference-dequantized
 // weights (for Q4_K with x unrounded: its max err includes the int8 rounding).
 //   bench_qmatvec [all|TYPE[,TYPE...]] [OUTxIN ...]   (TYPE: a ggml type name, e.g. Q6_K, IQ4_XS)
@@ -21,7 +21,7 @@
 
 #include "bench/bench_util.h"
 #include "bench/openblas_baseline.h"
-#include "llm/models/linear.h"
+#include "llm/kernels/linear.h"
 #include "llm/quant/dequantize.h"
 #include "llm/quant/formats.h"
 #include "llm/quant/lazy_dequant.h"

@@ -233,7 +233,11 @@ KernelSource codegen(const UOp& kernel, const CodegenTarget& target,
     ks.buffers[s.src(0).src(0).arg_as<ParamArg>().slot].written = true;
   ks.vars = sig.vars;
 
-  const bool noopt = options.noopt < 0 ? knob_int(Knob::NOOPT) != 0 : options.noopt != 0;
+  // A named AST is hand-written (kernel_builder.h): its schedule is the author's, not the
+  // heuristics'.
+  const bool hand_written = std::holds_alternative<std::string>(kernel.arg());
+  const bool noopt =
+      hand_written || (options.noopt < 0 ? knob_int(Knob::NOOPT) != 0 : options.noopt != 0);
   PassState st{target, options, noopt, ks, {}};
   UOp k = run_passes(kOptPasses, kernel, st);
   ks.opts_desc = to_string(ks.opts);
@@ -241,7 +245,7 @@ KernelSource codegen(const UOp& kernel, const CodegenTarget& target,
     if (!ks.opts_desc.empty()) ks.opts_desc += ' ';
     ks.opts_desc += to_string(ks.gpu_opts);
   }
-  ks.name = unique_name(base_name(k), kernel.hash());
+  ks.name = unique_name(hand_written ? kernel.arg_as<std::string>() : base_name(k), kernel.hash());
   ks.entry = ks.name;
   // the AST's structural hash: what every cache keys on, and what tells two kernels apart
   if (debug >= 3)

@@ -1,5 +1,7 @@
 #include "codegen/kernel_builder.h"
 
+#include <cctype>
+
 #include "base/error.h"
 #include "codegen/opt/dot4.h"
 #include "codegen/opt/tensor_cores.h"
@@ -92,9 +94,14 @@ UOp KernelBuilder::dot4(const std::string& fn, const UOp& a, const UOp& b, const
   return ugrad::dot4(fn, a, b, acc);
 }
 
-UOp KernelBuilder::build() const {
+UOp KernelBuilder::build(const std::string& name) const {
   if (stores_.empty()) fail("kernel builder: a kernel needs at least one store");
-  return UOp::make(Op::SINK, dtypes::void_, stores_);
+  if (name.empty()) return UOp::make(Op::SINK, dtypes::void_, stores_);
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_')
+      fail("kernel builder: kernel name '{}' has a character other than letters, digits and '_'",
+           name);
+  return UOp::make(Op::SINK, dtypes::void_, stores_, name);
 }
 
 }  // namespace ugrad

@@ -63,8 +63,9 @@ class KernelBuilder {
   /// acc + sum_j a[j]*b[j] over 4 int8 lanes: fn "sdot4", "udot4" or "sudot4" (a signed).
   static UOp dot4(const std::string& fn, const UOp& a, const UOp& b, const UOp& acc);
 
-  /// The kernel AST: SINK of the stores, in order.
-  UOp build() const;
+  /// The kernel AST: SINK of the stores, in order. A `name` (letters, digits, '_') marks it
+  /// hand-written: codegen applies no optimization to it and names it so in DEBUG output.
+  UOp build(const std::string& name = "") const;
 
  private:
   UOp range(const UOp& extent, AxisType type);

@@ -5,6 +5,7 @@
 #include "schedule/kernelize.h"
 
 #include "base/error.h"
+#include "schedule/custom_kernel.h"
 #include "schedule/index_math.h"
 #include "schedule/kernel_walk.h"
 
@@ -137,11 +138,29 @@ ScheduleItem copy_item(const UOp& node, const std::unordered_map<UOp, UOp>& buff
   return {ast, {buffers.at(node), src}};
 }
 
+// A hand-written kernel: its registered AST over its buffers in slot order (a realized view reads
+// its own buffer; anything else was materialized by decide_buffers).
+ScheduleItem custom_kernel_item(const UOp& node, const std::unordered_map<UOp, UOp>& buffers) {
+  ScheduleItem item{kernel_ast(node), {}};
+  for (const UOp& s : node.src()) {
+    if (s.op() == Op::PARAM) continue;  // a variable: passed by name at launch
+    UOp b = s;
+    if (auto it = buffers.find(s); it != buffers.end()) b = it->second;
+    while (b.op() != Op::BUFFER) b = b.src(0);
+    item.buffers.push_back(b);
+  }
+  return item;
+}
+
 }  // namespace
 
 std::vector<ScheduleItem> build_kernels(const BufferPlan& plan) {
   std::vector<ScheduleItem> items;
   for (const UOp& node : plan.kernels) {
+    if (node.op() == Op::KERNEL) {
+      items.push_back(custom_kernel_item(node, plan.buffers));
+      continue;
+    }
     bool empty = plan.buffers.at(node).arg_as<BufferArg>().size == 0;
     if (node.op() == Op::COPY) {
       if (!empty) items.push_back(copy_item(node, plan.buffers));

@@ -2,6 +2,8 @@
 // AST per buffer); and the realized views of buffers.
 #include "schedule/kernelize.h"
 
+#include "schedule/custom_kernel.h"
+
 namespace ugrad {
 
 UOp buffer_view(const UOp& buffer, const Shape& shape) {
@@ -32,7 +34,7 @@ Schedule build_schedule(const std::vector<UOp>& roots) {
   for (const UOp& r : roots) {
     if (is_realized_view(r))
       sched.outputs.push_back(r);
-    else if (r.op() == Op::ASSIGN)
+    else if (r.op() == Op::ASSIGN || is_kernel_output(r))
       sched.outputs.push_back(r.src(0));
     else
       sched.outputs.push_back(buffer_view(plan.buffers.at(r), shape_of(r)));

@@ -86,7 +86,9 @@ enum OpFlag : uint32_t {
   X(CONTIGUOUS, 1, kTensor)                                                           \
   X(COPY, 1, kTensor)   /* to another device; arg: device name */                     \
   X(ASSIGN, 2, kTensor) /* src0 target buffer view, src1 value */                     \
-  X(DETACH, 1, kTensor)
+  X(DETACH, 1, kTensor)                                                               \
+  X(KERNEL, -1, kTensor) /* hand-written: src buffers by slot, vars; arg: AST id */   \
+  /* (schedule/custom_kernel.h); what it writes is read as AFTER(buffer view, KERNEL) */
 
 enum class Op : uint8_t {
 #define UGRAD_OP_ENUM(name, arity, flags) name,

@@ -147,7 +147,10 @@ Shape infer(const UOp& u) {
       return out;
     }
     case Op::ASSIGN:
+    case Op::AFTER:  // a bound variable, or what a hand-written kernel wrote into a buffer view
       return in(0);
+    case Op::KERNEL:  // a launch: its outputs are the AFTERs over it
+      return {};
     default:
       if (u.src().empty()) internal_error("shape_of: {} has no tensor shape", op_name(u.op()));
       // Elementwise and pass-through ops: every source has the output's shape.

@@ -3,30 +3,13 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "llm/kernels/attention.h"
 #include "llm/models/model.h"
 #include "llm/quant/dequantize.h"
 #include "llm/quant/lazy_dequant.h"
 #include "schedule/schedule.h"
 
 namespace ugrad::llm {
-
-Chunk make_chunk(int64_t rows, int64_t max_context) {
-  UOp len = rows == 1 ? dim(1) : UOp::variable("chunk_len", 1, rows);
-  return {rows, UOp::variable("start_pos", 0, max_context - 1), len};
-}
-
-Chunk Chunk::bind(int64_t sp, int64_t n) const {
-  return {rows, bind_variable(start_pos, sp), rows == 1 ? len : bind_variable(len, n)};
-}
-
-std::vector<UOp> Chunk::variables() const {
-  if (rows == 1) return {start_pos};
-  return {start_pos, len};
-}
-
-Chunk Chunk::from_variables(int64_t rows, const std::vector<UOp>& vars) {
-  return {rows, vars.at(0), rows == 1 ? dim(1) : vars.at(1)};
-}
 
 Tensor rms_norm(const Tensor& x, const Tensor& w, float eps) {
   return x * (x.square().mean({-1}, true) + eps).rsqrt() * w;
@@ -69,7 +52,7 @@ Tensor swiglu(const Tensor& h, const Linear& gate, const Linear& up, const Linea
 
 // Rows past max_context - 1 take the padding of a chunk that starts near the end.
 KvCache::KvCache(int64_t max_context, int64_t kv_heads, int64_t head_dim, const std::string& device)
-    : max_context_(max_context), kv_heads_(kv_heads), head_dim_(head_dim), device_(device) {
+    : kv_heads_(kv_heads), head_dim_(head_dim) {
   const int64_t rows = max_context + LanguageModel::kMaxChunk - 1;
   k_ = Tensor::zeros({kv_heads, rows, head_dim}, dtypes::float16, device).contiguous();
   v_ = Tensor::zeros({kv_heads, rows, head_dim}, dtypes::float16, device).contiguous();
@@ -78,8 +61,7 @@ KvCache::KvCache(int64_t max_context, int64_t kv_heads, int64_t head_dim, const 
 }
 
 Tensor KvCache::attend(const Tensor& q, const Tensor& k, const Tensor& v, const Chunk& chunk) {
-  const int64_t n = chunk.rows, heads = q.size(1), hd = head_dim_, kvh = kv_heads_;
-  const int64_t group = heads / kvh;
+  const int64_t n = chunk.rows, hd = head_dim_, kvh = kv_heads_;
   const UOp& sp = chunk.start_pos;
   auto at = [&](const Tensor& cache, const UOp& lo, const UOp& hi) {
     return cache.shrink_to({{dim(0), dim(kvh)}, {lo, hi}, {dim(0), dim(hd)}});
@@ -89,27 +71,7 @@ Tensor KvCache::attend(const Tensor& q, const Tensor& k, const Tensor& v, const 
   Tensor writes[] = {at(k_, sp, sp + n).assign(k.permute({1, 0, 2}).cast(dtypes::float16)),
                      at(v_, sp, sp + n).assign(v.permute({1, 0, 2}).cast(dtypes::float16)), q};
   Tensor::realize_all(writes);
-  // Keys [0, start_pos + rows): a symbolic length, so a step reads only the filled prefix.
-  Tensor keys = at(k_, dim(0), sp + n).cast(dtypes::float32);  // (kvh, L, hd)
-  Tensor values = at(v_, dim(0), sp + n).cast(dtypes::float32);
-  Tensor qg = writes[2].reshape({n, kvh, group, hd}).permute({1, 2, 0, 3});  // (kvh, group, n, hd)
-  // Materialized: fused into the weighted sum of values it would be recomputed per value dim.
-  Tensor scores =
-      (qg.matmul(keys.unsqueeze(1).transpose()) * (1.0 / std::sqrt(static_cast<double>(hd))))
-          .contiguous();  // (kvh, group, n, L)
-  Tensor query_pos =
-      (Tensor::from_dim(sp, device_) + Tensor::arange(n, dtypes::int32, device_)).reshape({n, 1});
-  Tensor key_pos =
-      Tensor::arange(max_context_ + LanguageModel::kMaxChunk - 1, dtypes::int32, device_)
-          .shrink_to({{dim(0), sp + n}})
-          .reshape_to({dim(1), sp + n});
-  Tensor mask = key_pos.le(query_pos).where(0.0, -INFINITY);  // (n, L)
-  // Materialized: fused into the weighted sum of values, exp() would run once per value dim.
-  Tensor probs = (scores + mask).softmax(-1).contiguous();
-  // Materialized in its own layout: a consumer fused in (the qwen35 output gate) would cost the
-  // matmul its opts, and so would writing it transposed.
-  Tensor out = probs.matmul(values.unsqueeze(1)).contiguous();
-  return out.permute({2, 0, 1, 3}).reshape({n, heads * hd});  // (kvh, group, n, hd) -> (n, ...)
+  return attention(writes[2], k_, v_, chunk);
 }
 
 Tensor embed_rows(const GgufTensor& table, std::span<const int32_t> tokens, int64_t rows,

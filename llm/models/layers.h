@@ -1,7 +1,6 @@
 // Building blocks the Qwen models share, on the tensor API: weights over their GGUF bytes, RMSNorm,
-// NEOX RoPE, the SwiGLU FFN and attention over a half-precision KV cache. A forward call runs a
-// Chunk: `len` real tokens at [start_pos, start_pos + len) in `rows` rows (prefill pads to
-// LanguageModel::kMaxChunk rows so one captured graph serves every length; decode has rows = 1).
+// NEOX RoPE, the SwiGLU FFN and the half-precision KV cache. A forward call runs a Chunk
+// (llm/kernels/chunk.h).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -11,28 +10,12 @@
 #include <vector>
 
 #include "llm/gguf/gguf.h"
-#include "llm/models/linear.h"
+#include "llm/kernels/chunk.h"
+#include "llm/kernels/linear.h"
 #include "llm/models/moe.h"
 #include "tensor/tensor.h"
 
 namespace ugrad::llm {
-
-/// The positions one forward call runs. start_pos and len are variables, bound per call, so every
-/// call with the same `rows` has the same graph.
-struct Chunk {
-  int64_t rows;   // static row count of every activation
-  UOp start_pos;  // variable in [0, max_context - 1]
-  UOp len;        // real tokens: a variable in [1, rows], or the constant 1 when rows == 1
-  /// This chunk with its variables bound to a call's values.
-  Chunk bind(int64_t start_pos, int64_t len) const;
-  /// The bound variables, the inputs of a captured graph: start_pos, then len when variable.
-  std::vector<UOp> variables() const;
-  /// The chunk of `rows` rows over bound variables as variables() lists them.
-  static Chunk from_variables(int64_t rows, const std::vector<UOp>& vars);
-};
-
-/// The chunk of `rows` rows for a model of `max_context` positions.
-Chunk make_chunk(int64_t rows, int64_t max_context);
 
 /// x / sqrt(mean(x^2) + eps) * w over the last axis.
 Tensor rms_norm(const Tensor& x, const Tensor& w, float eps);
@@ -75,8 +58,7 @@ class KvCache {
   Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const Chunk& chunk);
 
  private:
-  int64_t max_context_, kv_heads_, head_dim_;
-  std::string device_;
+  int64_t kv_heads_, head_dim_;
   Tensor k_, v_;
 };
 

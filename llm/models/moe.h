@@ -12,7 +12,7 @@
 #include <string>
 
 #include "llm/config/config.h"
-#include "llm/models/linear.h"
+#include "llm/kernels/linear.h"
 #include "tensor/tensor.h"
 
 namespace ugrad::llm {

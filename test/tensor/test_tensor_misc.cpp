@@ -6,6 +6,7 @@
 #include <span>
 
 #include "base/error.h"
+#include "schedule/schedule.h"
 #include "tensor/tensor.h"
 
 using namespace ugrad;
@@ -136,4 +137,16 @@ TEST_CASE("tensor: rand is reproducible and counter-based") {
   CHECK(Tensor::rand({2}).to_vector<float>() == first);
   CHECK_THROWS_WITH_AS(Tensor::rand({2}, dtypes::int32), doctest::Contains("not a float dtype"),
                        Error);
+}
+
+// Regression: a graph of constants realized through a CONTIGUOUS onto a device other than the
+// default one was computed into a buffer of the default device, which a kernel of the other
+// device then read (on the emulated GPU: a host address, out of bounds; a KV cache of zeros).
+TEST_CASE("a materialized graph of constants lives on its reader's device, not the default") {
+  Tensor zeros = Tensor::zeros({4, 8}, dtypes::float16, "NULL").contiguous();
+  Tensor root = Tensor::empty({4, 8}, dtypes::float16, "NULL").assign(zeros);
+  Schedule s = create_schedule({root.node()});
+  REQUIRE(s.items.size() >= 1);
+  for (const ScheduleItem& item : s.items)
+    for (const UOp& b : item.buffers) CHECK(b.arg_as<BufferArg>().device == "NULL");
 }

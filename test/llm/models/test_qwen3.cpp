@@ -56,7 +56,7 @@ void check_against_reference(GgmlType type, bool tied, double tol) {
 
 // The reference stores its KV cache in float16 as the model does, so logits agree to float32
 // rounding (the 5e-3 leaves room for attention's sums). Q4_K layers round their inputs to int8
-// levels (llm/models/linear.h) in model and reference alike, but a float32-vs-f64 difference of
+// levels (llm/kernels/linear.h) in model and reference alike, but a float32-vs-f64 difference of
 // one ulp can move a value across a rounding boundary, and one changed level changes every later
 // layer's levels: such a cascade reaches the whole rounding noise, ~2.6% of the logits here, so
 // Q4_K is checked at 5e-2 (its kernels are checked to 1e-5 in test_int8_rows.cpp).

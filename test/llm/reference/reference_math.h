@@ -61,7 +61,7 @@ inline std::vector<double> round_int8(std::span<const double> x) {
 }
 
 /// A linear layer's matrix as the reference reads it: its elements, and whether the model rounds
-/// the layer's input to int8 levels first (a Q4_K layer, llm/models/linear.h).
+/// the layer's input to int8 levels first (a Q4_K layer, llm/kernels/linear.h).
 struct MatrixView {
   std::span<const float> w;
   bool int8_input = false;

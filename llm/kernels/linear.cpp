@@ -1,8 +1,9 @@
-#include "llm/models/linear.h"
+#include "llm/kernels/linear.h"
 
-#include "codegen/target.h"
+#include "base/env.h"
 #include "llm/quant/int8_rows.h"
 #include "llm/quant/lazy_dequant.h"
+#include "runtime/device_features.h"
 
 namespace ugrad::llm {
 
@@ -30,8 +31,9 @@ Linear load_linear(const GgufTensor& t, const std::string& device,
                    const std::shared_ptr<const void>& owner) {
   Linear l{load_weight(t, device, owner), t.type, Tensor(), Tensor()};
   const bool aligned = reinterpret_cast<uintptr_t>(t.data.data()) % 4 == 0;
-  if (t.type == GgmlType::Q4_K && l.weight.device() == "CPU" && aligned &&
-      cpu_codegen_target().has_vnni) {
+  const DeviceFeatures f = device_features(l.weight.device());
+  if (t.type == GgmlType::Q4_K && !f.is_gpu && f.int8_dot && aligned &&
+      knob_int(Knob::LLM_KERNELS) != 0) {
     const int64_t n = static_cast<int64_t>(t.data.size());
     l.blocks = Tensor::from_host_memory(std::as_bytes(t.data), {n}, dtypes::uint8, device, owner);
     l.words =

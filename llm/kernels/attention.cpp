@@ -1,0 +1,40 @@
+#include "llm/kernels/attention.h"
+
+#include <cmath>
+
+#include "uop/shape.h"
+
+namespace ugrad::llm {
+
+Tensor attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                 const Chunk& chunk) {
+  const int64_t n = chunk.rows, heads = q.size(1), kvh = k_cache.size(0), hd = k_cache.size(2);
+  const int64_t group = heads / kvh;
+  const UOp& sp = chunk.start_pos;
+  const std::string& device = q.device();
+  auto at = [&](const Tensor& cache, const UOp& lo, const UOp& hi) {
+    return cache.shrink_to({{dim(0), dim(kvh)}, {lo, hi}, {dim(0), dim(hd)}});
+  };
+  // Keys [0, start_pos + rows): a symbolic length, so a step reads only the filled prefix.
+  Tensor keys = at(k_cache, dim(0), sp + n).cast(dtypes::float32);  // (kvh, L, hd)
+  Tensor values = at(v_cache, dim(0), sp + n).cast(dtypes::float32);
+  Tensor qg = q.reshape({n, kvh, group, hd}).permute({1, 2, 0, 3});  // (kvh, group, n, hd)
+  // Materialized: fused into the weighted sum of values it would be recomputed per value dim.
+  Tensor scores =
+      (qg.matmul(keys.unsqueeze(1).transpose()) * (1.0 / std::sqrt(static_cast<double>(hd))))
+          .contiguous();  // (kvh, group, n, L)
+  Tensor query_pos =
+      (Tensor::from_dim(sp, device) + Tensor::arange(n, dtypes::int32, device)).reshape({n, 1});
+  Tensor key_pos = Tensor::arange(k_cache.size(1), dtypes::int32, device)
+                       .shrink_to({{dim(0), sp + n}})
+                       .reshape_to({dim(1), sp + n});
+  Tensor mask = key_pos.le(query_pos).where(0.0, -INFINITY);  // (n, L)
+  // Materialized: fused into the weighted sum of values, exp() would run once per value dim.
+  Tensor probs = (scores + mask).softmax(-1).contiguous();
+  // Materialized in its own layout: a consumer fused in (the qwen35 output gate) would cost the
+  // matmul its opts, and so would writing it transposed.
+  Tensor out = probs.matmul(values.unsqueeze(1)).contiguous();
+  return out.permute({2, 0, 1, 3}).reshape({n, heads * hd});  // (kvh, group, n, hd) -> (n, ...)
+}
+
+}  // namespace ugrad::llm

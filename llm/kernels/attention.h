@@ -1,0 +1,16 @@
+// Causal grouped-query attention over a half-precision KV cache: the one function the models
+// call for it, on any device.
+#pragma once
+#include "llm/kernels/chunk.h"
+#include "tensor/tensor.h"
+
+namespace ugrad::llm {
+
+/// Attention of the chunk's queries q (rows, heads, head_dim) over the cached keys and values
+/// (kv_heads, capacity, head_dim, float16) of positions [0, start_pos + rows), which hold the
+/// chunk's own keys and values already: query i sits at start_pos + i and sees the keys at
+/// positions <= start_pos + i; heads share a key-value head in groups of heads / kv_heads.
+/// Rows of the cache past start_pos + rows are never read. Returns (rows, heads * head_dim).
+Tensor attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Chunk& chunk);
+
+}  // namespace ugrad::llm

@@ -1,0 +1,111 @@
+// The Qwen models on the device under test (DEV; CTest runs this suite with DEV=AMD on the gfx1100
+// emulator) against the same model on the CPU and against the f64 reference forwards: prefill
+// chunks of 1, 5 and 32 tokens through the padded prefill graph, then decode steps through the
+// JIT (eager, capture, replays). Greedy ids agree with the CPU's wherever the CPU's top-2 logit
+// margin is not a near-tie.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "base/env.h"
+#include "llm/config/demo_model.h"
+#include "llm/models/model.h"
+#include "llm/quant/formats.h"
+#include "test/llm/models/models_test_util.h"
+#include "test/llm/reference/qwen35_reference.h"
+#include "test/llm/reference/qwen3_reference.h"
+
+using namespace ugrad;
+using namespace ugrad::llm;
+using test::rel_err;
+
+namespace {
+
+// As the CPU model tests: float32 rounding with float16 caches; int8-rounded inputs (Q4_K) can
+// cascade a one-ulp difference into another rounding level (test_qwen3.cpp).
+constexpr double kTol = 5e-3, kInt8Tol = 5e-2;
+constexpr double kNearTie = 0.05;  // top-2 logit margin below which greedy ids may differ
+constexpr int64_t kContext = 64;
+
+double tolerance(GgmlType type) { return type == GgmlType::Q4_K ? kInt8Tol : kTol; }
+
+int32_t argmax(const std::vector<float>& v) {
+  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+double top2_margin(std::vector<float> v) {
+  std::partial_sort(v.begin(), v.begin() + 2, v.end(), std::greater<float>());
+  return double(v[0]) - double(v[1]);
+}
+
+// Runs the prompt in chunks of 1, 5 and 32 tokens, then three decode steps, on the device under
+// test and on the CPU, checking each call's logits against both the CPU's and the reference's.
+template <typename Reference>
+void check_on_device(const DemoModelOptions& options) {
+  const std::string device = knob_str(Knob::DEV);
+  REQUIRE_MESSAGE(device != "CPU", "this suite compares DEV with the CPU: set DEV (e.g. AMD)");
+  CAPTURE(format_of(options.weight_type).name);
+  GgufFile file = test::demo_gguf(options);
+  Reference ref(file);
+  std::unique_ptr<LanguageModel> dev = load_model(file, kContext, device),
+                                 cpu = load_model(file, kContext, "CPU");
+  std::vector<int32_t> tokens(41);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>((i * 97 + 5) % 271);
+  const std::pair<int64_t, int64_t> calls[] = {{0, 1},  {1, 6},   {6, 38},
+                                               {38, 39}, {39, 40}, {40, 41}};
+  const double tol = tolerance(options.weight_type);
+  for (const auto& call : calls) {
+    const int64_t lo = call.first, hi = call.second;
+    std::span<const int32_t> chunk = std::span(tokens).subspan(lo, hi - lo);
+    std::vector<float> got = dev->forward(chunk, lo).to_vector<float>();
+    std::vector<float> on_cpu = cpu->forward(chunk, lo).to_vector<float>();
+    std::vector<float> want;
+    for (int64_t p = lo; p < hi; ++p) want = ref.forward(tokens[p], static_cast<uint32_t>(p));
+    CAPTURE(lo);
+    CAPTURE(hi);
+    CHECK(rel_err(got, on_cpu) < tol);
+    CHECK(rel_err(got, want) < tol);
+    if (top2_margin(on_cpu) >= kNearTie) CHECK(argmax(got) == argmax(on_cpu));
+  }
+}
+
+DemoModelOptions hybrid(ModelArch arch, GgmlType type, uint64_t seed) {
+  DemoModelOptions o = test::small_model(arch, type, seed);
+  o.n_layers = 4;
+  o.full_attention_interval = 2;
+  o.n_rot = 16;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("device: Qwen3 F32") {
+  check_on_device<test::ReferenceQwen3>(test::small_model(ModelArch::kQwen3, GgmlType::F32, 11));
+}
+TEST_CASE("device: Qwen3 Q8_0") {
+  check_on_device<test::ReferenceQwen3>(test::small_model(ModelArch::kQwen3, GgmlType::Q8_0, 12));
+}
+TEST_CASE("device: Qwen3 Q4_K") {
+  check_on_device<test::ReferenceQwen3>(test::small_model(ModelArch::kQwen3, GgmlType::Q4_K, 13));
+}
+TEST_CASE("device: Qwen3 IQ4_XS") {
+  check_on_device<test::ReferenceQwen3>(
+      test::small_model(ModelArch::kQwen3, GgmlType::IQ4_XS, 14));
+}
+TEST_CASE("device: Qwen3.5 hybrid Q8_0") {
+  check_on_device<test::ReferenceQwen35>(hybrid(ModelArch::kQwen35, GgmlType::Q8_0, 15));
+}
+TEST_CASE("device: qwen3moe Q8_0") {
+  DemoModelOptions o = test::small_model(ModelArch::kQwen3Moe, GgmlType::Q8_0, 16);
+  o.n_experts_used = 3;
+  o.expert_ffn_dim = 256;
+  check_on_device<test::ReferenceQwen35>(o);
+}
+TEST_CASE("device: qwen35moe Q4_K") {
+  DemoModelOptions o = hybrid(ModelArch::kQwen35Moe, GgmlType::Q4_K, 17);
+  o.n_experts = 4;
+  o.n_experts_used = 2;
+  o.expert_ffn_dim = 256;
+  o.shared_ffn_dim = 256;
+  check_on_device<test::ReferenceQwen35>(o);
+}
