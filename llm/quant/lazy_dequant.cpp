@@ -51,7 +51,8 @@ Tensor bits(const Tensor& x, int shift, int64_t mask) {
 // pairs of levels, bit 3 between halves): 15 selects and 4 bit tests, vectorizable, no gather.
 Tensor lookup16(const Tensor& q, const int8_t (&table)[16]) {
   std::vector<Tensor> level;
-  for (int8_t v : table) level.push_back(Tensor::scalar(static_cast<double>(v), dtypes::float32));
+  for (int8_t v : table)
+    level.push_back(Tensor::scalar(static_cast<double>(v), dtypes::float32, q.device()));
   for (int bit = 0; bit < 4; ++bit) {
     Tensor set = (q & (1 << bit)).ne(0);
     std::vector<Tensor> next;
@@ -85,7 +86,8 @@ Tensor q4_1(const Blocks& b) {
 // 5th bits of the 32 elements from a u32 qh: bit e belongs to element e.
 Tensor fifth_bits(const Blocks& b, size_t qh_off) {
   Tensor qh = b.bytes(qh_off, 4).reshape({b.n(), 4, 1}).expand({b.n(), 4, 8});
-  Tensor pow2 = Tensor::from_vector<uint8_t>({1, 2, 4, 8, 16, 32, 64, 128}, {1, 1, 8});
+  Tensor pow2 = Tensor::from_vector<uint8_t>({1, 2, 4, 8, 16, 32, 64, 128}, {1, 1, 8},
+                                             dtypes::uint8, qh.device());
   // A mask test, not a division: vector lanes have no cheap division by a loaded divisor.
   return (qh & pow2).ne(0).cast(dtypes::uint8).reshape({b.n(), kQK});
 }
@@ -109,25 +111,25 @@ Tensor mxfp4(const Blocks& b) {
   // 2^(e-128) as float bits: (e-1) << 23 for e >= 2; e < 2 gives 2^-127, 2^-126 (subnormal).
   Tensor e = b.bytes(mxfp4::kE, 1).cast(dtypes::uint32);
   Tensor normal = ((e - 1) * (int64_t{1} << 23)).bitcast(dtypes::float32);
-  Tensor sub =
-      (Tensor::scalar(int64_t{0x00200000}, dtypes::uint32) * (e + 1)).bitcast(dtypes::float32);
+  Tensor sub = (Tensor::scalar(int64_t{0x00200000}, dtypes::uint32, e.device()) * (e + 1))
+                   .bitcast(dtypes::float32);
   Tensor d = e.lt(2).where(sub, normal);
   return lookup16(nibbles(b.bytes(mxfp4::kQs, kQK / 2)), kMXFP4Values) * d;
 }
 
 // True in the upper half of axis `axis` of `dims`, false in the lower: a padded constant, no
 // buffer, so a per-element choice stays index math (a vector select) instead of a table load.
-Tensor upper_half(const std::vector<int64_t>& dims, size_t axis) {
+Tensor upper_half(const std::vector<int64_t>& dims, size_t axis, const std::string& device) {
   std::vector<int64_t> half(dims.size(), 1);
   std::vector<std::pair<int64_t, int64_t>> pads(dims.size(), {0, 0});
   half[axis] = dims[axis] / 2;
   pads[axis] = {dims[axis] / 2, 0};
-  return Tensor::full(half, true, dtypes::bool_).pad(pads).expand(dims);
+  return Tensor::full(half, true, dtypes::bool_, device).pad(pads).expand(dims);
 }
 
 // x in the lower half of `axis`, x >> shift in the upper half.
 Tensor shift_upper(const Tensor& x, size_t axis, int shift) {
-  return upper_half(x.dims(), axis).where(idiv(x, int64_t{1} << shift), x);
+  return upper_half(x.dims(), axis, x.device()).where(idiv(x, int64_t{1} << shift), x);
 }
 
 // Two int tensors of values in [0, 64) as float32, read from one table of 0..63: x86 converts
@@ -202,7 +204,7 @@ Tensor q6_k(const Blocks& b) {
   Tensor scale = (b.f16(q6_k::kD) * sc).reshape({n, 2, 2, 2, 2});
   Tensor first = scale.shrink({{0, n}, {0, 2}, {0, 2}, {0, 2}, {0, 1}}).expand(dims);
   Tensor second = scale.shrink({{0, n}, {0, 2}, {0, 2}, {0, 2}, {1, 2}}).expand(dims);
-  scale = upper_half(dims, 4).where(second, first);
+  scale = upper_half(dims, 4, first.device()).where(second, first);
   return (scale * q.cast(dtypes::float32)).reshape({n, kQK_K});
 }
 

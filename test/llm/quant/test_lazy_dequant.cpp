@@ -254,3 +254,19 @@ TEST_CASE("bad raw data is an error naming the format") {
                        doctest::Contains("block size 256"), Error);
   CHECK_THROWS_AS(dequantize_lazy(uint8_tensor(bytes), GgmlType::Q2_K, {256}), Error);
 }
+
+// Regression: constants inside the lazy forms (bit masks, lookup levels, half masks) were made on
+// the default device, so a weight on another device failed to build ("where: operands on
+// different devices AMD, CPU and CPU" for Q4_K and IQ4_XS on DEV=AMD).
+TEST_CASE("lazy dequantization builds and runs on a device other than the default") {
+  for (const QuantFormat& f : all_formats()) {
+    if (!can_dequantize_lazy(f.type)) continue;
+    CAPTURE(f.name);
+    std::vector<uint8_t> bytes = random_blocks(f.type, 256, 3);
+    Tensor raw = Tensor::from_vector(bytes, {static_cast<int64_t>(bytes.size())}, dtypes::uint8,
+                                     "NULL");
+    Tensor w = dequantize_lazy(raw, f.type, {1, 256});
+    CHECK(w.device() == "NULL");
+    CHECK_NOTHROW(w.realize());
+  }
+}
