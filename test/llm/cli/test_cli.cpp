@@ -37,8 +37,10 @@ struct RunResult {
 
 // Runs `llm args`; the output is stdout and stderr, or stdout alone without `with_stderr`.
 RunResult run_llm(const std::string& args, bool with_stderr = true) {
-  std::string cmd =
-      std::string(UGRAD_LLM_BINARY) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
+  // HIP_LIB: the emulator, for --device AMD (the CPU never opens it).
+  std::string cmd = "HIP_LIB=" + std::string(UGRAD_MOCKHIP_LIB) + " " +
+                    std::string(UGRAD_LLM_BINARY) + " " + args +
+                    (with_stderr ? " 2>&1" : " 2>/dev/null");
   FILE* pipe = popen(cmd.c_str(), "r");
   REQUIRE(pipe != nullptr);
   std::string out;
@@ -303,4 +305,27 @@ TEST_CASE("llm errors: non-zero exit and a message naming the problem") {
                      [](char c) { return static_cast<uint8_t>(c) < 0x20; }));
   std::filesystem::remove(flipped);
   std::filesystem::remove(path);
+}
+
+// The whole model as gfx1100 code, end to end through the command: the emulator behind the HIP
+// loader (HIP_LIB), greedy and sampled (the sampler's uniforms are the same on every device).
+TEST_SUITE("slow") {
+  TEST_CASE("llm --device AMD on the gfx1100 emulator gives the CPU's tokens") {
+    for (ModelArch arch : {ModelArch::kQwen3, ModelArch::kQwen35}) {
+      std::string path = write_demo("amd.gguf", arch);
+      for (const char* sampling : {"", " --temperature 0.8 --top-k 20 --seed 3"}) {
+        const std::string args =
+            "--model " + path + " --prompt-ids 5,9,14,200,33 --max-tokens 5 --json" + sampling;
+        RunResult cpu = run_llm(args, false);
+        RunResult amd = run_llm(args + " --device AMD", false);
+        CAPTURE(arch_name(arch));
+        CAPTURE(sampling);
+        CAPTURE(amd.output);
+        REQUIRE(cpu.status == 0);
+        REQUIRE(amd.status == 0);
+        CHECK(json_ids(amd.output, "generated_ids") == json_ids(cpu.output, "generated_ids"));
+      }
+      std::filesystem::remove(path);
+    }
+  }
 }

@@ -51,7 +51,7 @@ void check_on_device(const DemoModelOptions& options) {
                                  cpu = load_model(file, kContext, "CPU");
   std::vector<int32_t> tokens(41);
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>((i * 97 + 5) % 271);
-  const std::pair<int64_t, int64_t> calls[] = {{0, 1},  {1, 6},   {6, 38},
+  const std::pair<int64_t, int64_t> calls[] = {{0, 1},   {1, 6},   {6, 38},
                                                {38, 39}, {39, 40}, {40, 41}};
   const double tol = tolerance(options.weight_type);
   for (const auto& call : calls) {
@@ -89,8 +89,7 @@ TEST_CASE("device: Qwen3 Q4_K") {
   check_on_device<test::ReferenceQwen3>(test::small_model(ModelArch::kQwen3, GgmlType::Q4_K, 13));
 }
 TEST_CASE("device: Qwen3 IQ4_XS") {
-  check_on_device<test::ReferenceQwen3>(
-      test::small_model(ModelArch::kQwen3, GgmlType::IQ4_XS, 14));
+  check_on_device<test::ReferenceQwen3>(test::small_model(ModelArch::kQwen3, GgmlType::IQ4_XS, 14));
 }
 TEST_CASE("device: Qwen3.5 hybrid Q8_0") {
   check_on_device<test::ReferenceQwen35>(hybrid(ModelArch::kQwen35, GgmlType::Q8_0, 15));

@@ -263,8 +263,8 @@ TEST_CASE("lazy dequantization builds and runs on a device other than the defaul
     if (!can_dequantize_lazy(f.type)) continue;
     CAPTURE(f.name);
     std::vector<uint8_t> bytes = random_blocks(f.type, 256, 3);
-    Tensor raw = Tensor::from_vector(bytes, {static_cast<int64_t>(bytes.size())}, dtypes::uint8,
-                                     "NULL");
+    Tensor raw =
+        Tensor::from_vector(bytes, {static_cast<int64_t>(bytes.size())}, dtypes::uint8, "NULL");
     Tensor w = dequantize_lazy(raw, f.type, {1, 256});
     CHECK(w.device() == "NULL");
     CHECK_NOTHROW(w.realize());
