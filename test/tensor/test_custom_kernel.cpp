@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "codegen/kernel_builder.h"
 #include "runtime/device.h"
+#include "runtime/device_features.h"
 #include "runtime/jit.h"
 #include "schedule/custom_kernel.h"
 #include "schedule/schedule.h"
@@ -155,4 +156,27 @@ TEST_CASE("custom kernel: errors name the kernel, the slot and the mismatch") {
            UOp::cnst(dtypes::float32, 1.0));
   CHECK(error_of([&] { kb.build("bad name"); }).find("kernel name 'bad name'") !=
         std::string::npos);
+}
+
+TEST_CASE("custom kernel: compiles for gfx1100 through NULL:gfx1100") {
+  Tensor x = Tensor::from_vector(iota_floats(kN, 0.0f), {kN}, dtypes::float32, "NULL:gfx1100");
+  Tensor y =
+      custom_kernel(affine_kernel(), {Tensor::empty({kN}, dtypes::float32, "NULL:gfx1100"), x})[0];
+  CHECK_NOTHROW(y.realize());  // the NULL device links and validates the code object
+}
+
+TEST_CASE("device features: what a hand-written kernel may ask of a device") {
+  DeviceFeatures cpu = device_features("CPU");
+  CHECK(!cpu.is_gpu);
+  CHECK(cpu.runs_kernels);
+  CHECK(cpu.wave_size == 1);
+  CHECK(!cpu.wmma);
+  DeviceFeatures gfx = device_features("NULL:gfx1100");
+  CHECK(gfx.arch == "gfx1100");
+  CHECK(gfx.is_gpu);
+  CHECK(!gfx.runs_kernels);
+  CHECK(gfx.wave_size == 32);
+  CHECK(gfx.wmma);
+  CHECK(gfx.int8_dot);
+  CHECK(gfx.lds_bytes == 65536);
 }
