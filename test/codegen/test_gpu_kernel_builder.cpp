@@ -1,5 +1,5 @@
 // Hand-written kernels through the kernel builder: explicit workgroup/workitem ranges, LDS with a
-// barrier, a WMMA tile and dot4 ops, compiled for gfx1100 (and for the CPU where it applies).
+// barrier, a WMMA tile and dot4 ops, compiled for gfx1100 and, but for WMMA, run on the CPU.
 #include <doctest/doctest.h>
 
 #include "base/error.h"
@@ -45,6 +45,12 @@ TEST_CASE("kernel builder: a workgroup reverses its tile through LDS") {
   CHECK(isa.find("s_barrier") != std::string::npos);
   CHECK(isa.find("ds_load_b32") != std::string::npos);
   CHECK(k.bin.info.kernel(k.ks.entry).group_segment_size == n * 4);
+  // On the CPU the barrier ends a loop over the workitems: the reads run in a second one.
+  Kernel cpu = compile(kb.build(), kNoopt);
+  std::vector<float> x = randf(4 * n, 8), y(4 * n);
+  cpu.run({y.data(), x.data()});
+  for (int64_t q = 0; q < 4; ++q)
+    for (int64_t t = 0; t < n; ++t) REQUIRE(y[q * n + t] == x[q * n + (n - 1 - t)]);
   // Two arrays of one size stay two arrays.
   KernelBuilder kb2;
   CHECK(!(kb2.lds(dtypes::float32, 64) == kb2.lds(dtypes::float32, 64)));
@@ -68,6 +74,14 @@ TEST_CASE("kernel builder: one WMMA tile per wave, hand-written") {
   GpuKernel k = gpu_compile(kb.build(), kNoopt);
   CHECK(k.local() == std::vector<int64_t>{32});
   CHECK(k.isa().find("v_wmma_f32_16x16x16_f16") != std::string::npos);
+  // The CPU does not lower a WMMA tile: an Error that names it, not a crash.
+  std::string err;
+  try {
+    compile(kb.build(), kNoopt);
+  } catch (const Error& e) {
+    err = e.what();
+  }
+  CHECK(err.find("CPU cannot lower WMMA") != std::string::npos);
   CHECK_THROWS_AS(KernelBuilder::wmma(KernelBuilder::vectorize(fa), KernelBuilder::vectorize(zero),
                                       KernelBuilder::vectorize(zero)),
                   Error);
