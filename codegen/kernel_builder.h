@@ -3,8 +3,8 @@
 // workitem id), LDS buffers with barriers, WMMA 16x16x16 tiles and int8 dot4 ops. The result of
 // build() goes through codegen() like any kernel (pass CodegenOptions{.noopt = 1} to keep the
 // heuristic away). It also compiles for the CPU, LDS and barriers included (each workgroup a
-// loop iteration, each phase between barriers a loop over the workitems: lower/cpu_workgroups.h);
-// WMMA tiles are GPU only.
+// loop iteration, each phase between barriers a loop over the workitems, a WMMA tile as each
+// lane's products: lower/cpu_workgroups.h).
 //
 //   KernelBuilder kb;
 //   UOp out = kb.buffer(dtypes::float32, n), in = kb.buffer(dtypes::float32, n);

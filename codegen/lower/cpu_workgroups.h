@@ -10,13 +10,17 @@
 //                         array AFTER the barrier runs in a later loop over the workitems, so
 //                         every workitem finishes the phase before any starts the next
 //   AFTER(x, BARRIER(x))  a barrier after reads (no stores) orders nothing more: x
+//   WMMA(a, b, c)         per lane: the wave's fragments are stored to two local arrays in a
+//                         phase of their own; each lane then sums its 8 outputs' 16 products
+//                         from the fragments of the lanes holding its rows and its column
+//                         (the layout of tensor_cores.h). An Error when the workgroup is not
+//                         whole waves of 32 workitems.
 // A value the stores and a later phase share is recomputed in each phase (the renamed copy and
 // the original), not kept per workitem across the split: it must be a pure function of the
 // indices and of loads of memory no later phase writes (an LDS load sees the array as of its
 // AFTER only until the array is written again). A barrier inside a loop (a tile per iteration of a
 // reduce) recomputes that iteration's phases in each workitem's own pass: right, but slower by the
 // workgroup size for those phases.
-// Not lowered (an Error naming it): WMMA (a wave's 16x16x16 tile).
 #pragma once
 #include <cstdint>
 
@@ -26,7 +30,7 @@ namespace ugrad {
 
 /// `ast` (after expansion, before lower_reduces) with its workgroups as CPU loops; `cpu_threads`
 /// is raised to the workgroups worth one core each (at most `cores`) when the kernel is not
-/// threaded yet. Error on a construct the CPU cannot lower. A whole-graph pass: the workgroup
+/// threaded yet. Error on a WMMA outside whole waves. A whole-graph pass: the workgroup
 /// ranges and fresh axis ids are read from the whole kernel.
 UOp cpu_workgroups(const UOp& ast, int64_t cores, int64_t& cpu_threads);
 

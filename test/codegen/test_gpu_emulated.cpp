@@ -259,7 +259,63 @@ UOp lds_tiled_matvec(int64_t n, int64_t tiles, int64_t groups) {
   return kb.build();
 }
 
+// C_t = A_t B_t for t = 2g + w: one 16x16x16 WMMA tile per wave w of two in each of two
+// workgroups (A_t row-major, B_t column-major, both `dt`).
+UOp wmma_tiles(DType dt) {
+  KernelBuilder kb;
+  const int64_t tiles = 4, T = 256;
+  UOp c = kb.buffer(dtypes::float32, tiles * T), a = kb.buffer(dt, tiles * T),
+      b = kb.buffer(dt, tiles * T);
+  UOp g = kb.global(2), l = kb.local(64);
+  UOp lane = l % 32, row = lane % 16, half = lane.idiv(16), t = g * 2 + l.idiv(32);
+  std::vector<UOp> fa, fb, zero(8, UOp::cnst(dtypes::float32, 0.0));
+  for (int64_t j = 0; j < 16; ++j) {
+    fa.push_back(kb.load(a, t * T + row * 16 + j));
+    fb.push_back(kb.load(b, t * T + row * 16 + j));
+  }
+  UOp d = KernelBuilder::wmma(KernelBuilder::vectorize(fa), KernelBuilder::vectorize(fb),
+                              KernelBuilder::vectorize(zero));
+  for (int64_t i = 0; i < 8; ++i)
+    kb.store(c, t * T + (half + 2 * i) * 16 + row, KernelBuilder::gep(d, i));
+  return kb.build();
+}
+
 }  // namespace
+
+TEST_CASE(
+    "emulated: hand-written WMMA tiles (f16, bf16) on the CPU match the GPU and a reference") {
+  Mock m;
+  const int64_t n = 4 * 256;
+  for (DType dt : {dtypes::float16, dtypes::bfloat16}) {
+    CAPTURE(to_string(dt));
+    auto enc = [&](float v) { return dt == dtypes::float16 ? float_to_half(v) : float_to_bf16(v); };
+    auto dec = [&](uint16_t v) {
+      return dt == dtypes::float16 ? half_to_float(v) : bf16_to_float(v);
+    };
+    std::vector<float> af = rnd(n, 41), bf32 = rnd(n, 42);
+    std::vector<uint16_t> a(n), b(n);
+    for (int64_t q = 0; q < n; ++q) {  // the values as rounded to the input dtype
+      a[q] = enc(af[q]), b[q] = enc(bf32[q]);
+      af[q] = dec(a[q]), bf32[q] = dec(b[q]);
+    }
+    const UOp ast = wmma_tiles(dt);
+    std::vector<float> cpu(n);
+    compile(ast, {.noopt = 1}).run({cpu.data(), a.data(), b.data()});
+    for (int64_t t = 0; t < 4; ++t)
+      for (int64_t i = 0; i < 16; ++i)
+        for (int64_t j = 0; j < 16; ++j) {
+          double want = 0;
+          for (int64_t k = 0; k < 16; ++k)
+            want += double(af[t * 256 + i * 16 + k]) * bf32[t * 256 + j * 16 + k];
+          REQUIRE(cpu[t * 256 + i * 16 + j] == doctest::Approx(want).epsilon(1e-5).scale(1));
+        }
+    uint64_t po = m.upload(std::vector<float>(n));
+    m.run(ast, {po, m.upload(a), m.upload(b)}, {}, {.noopt = 1});
+    std::vector<float> gpu = m.download<float>(po, n);
+    for (int64_t q = 0; q < n; ++q)
+      REQUIRE(gpu[q] == doctest::Approx(cpu[q]).epsilon(1e-5).scale(1));
+  }
+}
 
 // The hand-written LDS kernels run on the CPU (each phase a loop over the workitems, the cores
 // taking whole workgroups: cpu_workgroups.h) and on the GPU from one source.

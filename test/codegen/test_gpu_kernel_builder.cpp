@@ -1,5 +1,5 @@
 // Hand-written kernels through the kernel builder: explicit workgroup/workitem ranges, LDS with a
-// barrier, a WMMA tile and dot4 ops, compiled for gfx1100 and, but for WMMA, run on the CPU.
+// barrier, a WMMA tile and dot4 ops, compiled for gfx1100 (and run on the CPU where it applies).
 #include <doctest/doctest.h>
 
 #include "base/error.h"
@@ -74,17 +74,28 @@ TEST_CASE("kernel builder: one WMMA tile per wave, hand-written") {
   GpuKernel k = gpu_compile(kb.build(), kNoopt);
   CHECK(k.local() == std::vector<int64_t>{32});
   CHECK(k.isa().find("v_wmma_f32_16x16x16_f16") != std::string::npos);
-  // The CPU does not lower a WMMA tile: an Error that names it, not a crash.
+  CHECK_THROWS_AS(KernelBuilder::wmma(KernelBuilder::vectorize(fa), KernelBuilder::vectorize(zero),
+                                      KernelBuilder::vectorize(zero)),
+                  Error);
+}
+
+TEST_CASE("kernel builder: a WMMA in a workgroup of less than a wave is an Error on the CPU") {
+  KernelBuilder kb;
+  UOp c = kb.buffer(dtypes::float32, 8), a = kb.buffer(dtypes::float16, 16);
+  UOp lane = kb.local(16);
+  std::vector<UOp> fa, zero(8, UOp::cnst(dtypes::float32, 0.0));
+  for (int64_t j = 0; j < 16; ++j) fa.push_back(kb.load(a, lane * 0 + j));
+  UOp d = KernelBuilder::wmma(KernelBuilder::vectorize(fa), KernelBuilder::vectorize(fa),
+                              KernelBuilder::vectorize(zero));
+  kb.store(c, lane % 8, KernelBuilder::gep(d, 0));
   std::string err;
   try {
     compile(kb.build(), kNoopt);
   } catch (const Error& e) {
     err = e.what();
   }
-  CHECK(err.find("CPU cannot lower WMMA") != std::string::npos);
-  CHECK_THROWS_AS(KernelBuilder::wmma(KernelBuilder::vectorize(fa), KernelBuilder::vectorize(zero),
-                                      KernelBuilder::vectorize(zero)),
-                  Error);
+  CHECK(err.find("lowers WMMA for whole waves of 32 workitems, not a workgroup of 16") !=
+        std::string::npos);
 }
 
 TEST_CASE("kernel builder: dot4 over a reduce, with the accumulator chained") {
