@@ -142,8 +142,12 @@ UOp cpu_workgroups(const UOp& ast, int64_t cores, int64_t& cpu_threads) {
     threaded |= t == AxisType::Thread;
   }
   ctx.next_axis = ranges.empty() ? 0 : ranges.back().arg_as<RangeArg>().axis + 1;
-  for (const UOp& u : ast.toposort())
+  bool gpu_pieces = !ctx.workgroup.empty() || !ctx.locals.empty();
+  for (const UOp& u : ast.toposort()) {
     if (u.op() == Op::DEFINE_LOCAL) ctx.lds_sizes.insert({u.dtype().scalar, u.arg_as<int64_t>()});
+    gpu_pieces |= u.op() == Op::BARRIER || u.op() == Op::WMMA;
+  }
+  if (!gpu_pieces) return ast;  // not hand-written: its packed operands stay as they are
   UOp out = ast;
   auto groups = [](const UOp& r) { return r.src(0).vmax(); };
   auto widest = std::max_element(ctx.workgroup.begin(), ctx.workgroup.end(),
