@@ -12,6 +12,7 @@
 #include "base/env.h"
 #include "base/error.h"
 #include "codegen/cost.h"
+#include "codegen/lower/cpu_workgroups.h"
 #include "codegen/lower/decomp.h"
 #include "codegen/lower/expand.h"
 #include "codegen/lower/gather_load.h"
@@ -125,7 +126,7 @@ struct PassState {
   GpuDims dims;
 };
 
-enum class On : uint8_t { Any, Gpu };
+enum class On : uint8_t { Any, Cpu, Gpu };
 
 // One named stage of the pipeline: DEBUG=3 lists the names, PRINT_AFTER=<name> prints the kernel
 // graph after it. `run` rewrites the kernel graph; the program passes (after linearize) have none.
@@ -136,7 +137,7 @@ struct Pass {
 };
 
 bool runs_on(const Pass& p, const CodegenTarget& target) {
-  return p.on == On::Any || target.is_gpu;
+  return p.on == On::Any || (p.on == On::Gpu) == target.is_gpu;
 }
 
 // codegen/opt/: the optimization choices, as data (KernelSource::opts, gpu_opts), and their
@@ -176,6 +177,10 @@ constexpr Pass kLowerPasses[] = {
      [](const UOp& k, PassState& st) { return expand_ranges(k, !st.target.is_gpu); }},
     {"gpu_dims", On::Gpu,
      [](const UOp& k, PassState& st) { return gpu_dims(k, st.target, st.dims); }},
+    {"cpu_workgroups", On::Cpu,
+     [](const UOp& k, PassState& st) {
+       return cpu_workgroups(k, cpu_cores(st.options.max_threads), st.ks.cpu_threads);
+     }},
     {"symbolic", On::Any,
      [](const UOp& k, PassState&) { return graph_rewrite(k, pm_simplify_valid()); }},
     {"lane_permute", On::Any,

@@ -67,14 +67,20 @@ UOp KernelBuilder::lds(DType dtype, int64_t count) {
   return UOp::make(Op::DEFINE_LOCAL, dtype.ptr(AddrSpace::Local), {}, size);
 }
 
-UOp KernelBuilder::lds_store(const UOp& lds, const UOp& index, const UOp& value) {
-  return UOp::make(Op::STORE, dtypes::void_,
-                   {UOp::make(Op::INDEX, lds.dtype(), {lds, index}), value});
+UOp KernelBuilder::lds_store(const UOp& lds, const UOp& index, const UOp& value, const UOp& gate) {
+  std::vector<UOp> src{UOp::make(Op::INDEX, lds.dtype(), {lds, index}), value};
+  if (gate) src.push_back(gate);
+  return UOp::make(Op::STORE, dtypes::void_, std::move(src));
 }
 
 UOp KernelBuilder::barrier(const UOp& lds, const std::vector<UOp>& stores) {
   UOp bar = UOp::make(Op::BARRIER, dtypes::void_, stores);
   return UOp::make(Op::AFTER, lds.dtype(), {lds, bar});
+}
+
+UOp KernelBuilder::barrier_after(const UOp& value) {
+  return UOp::make(Op::AFTER, value.dtype(),
+                   {value, UOp::make(Op::BARRIER, dtypes::void_, {value})});
 }
 
 UOp KernelBuilder::vectorize(const std::vector<UOp>& elements) {

@@ -2,7 +2,9 @@
 // GPU pieces the optimizer would otherwise produce: explicit GLOBAL/LOCAL ranges (workgroup id and
 // workitem id), LDS buffers with barriers, WMMA 16x16x16 tiles and int8 dot4 ops. The result of
 // build() goes through codegen() like any kernel (pass CodegenOptions{.noopt = 1} to keep the
-// heuristic away). The same kernel without GPU pieces also compiles for the CPU.
+// heuristic away). It also compiles for the CPU, LDS and barriers included (each workgroup a
+// loop iteration, each phase between barriers a loop over the workitems, a WMMA tile as each
+// lane's products: lower/cpu_workgroups.h).
 //
 //   KernelBuilder kb;
 //   UOp out = kb.buffer(dtypes::float32, n), in = kb.buffer(dtypes::float32, n);
@@ -47,12 +49,15 @@ class KernelBuilder {
 
   /// A workgroup-shared (LDS) array of `count` elements.
   UOp lds(DType dtype, int64_t count);
-  /// The STORE of `value` to lds[index] (not a kernel output: pass it to barrier()).
-  static UOp lds_store(const UOp& lds, const UOp& index, const UOp& value);
+  /// The STORE of `value` to lds[index] (not a kernel output: pass it to barrier()); `gate`
+  /// (optional) guards it. `lds` may be an array after a barrier: a later write phase.
+  static UOp lds_store(const UOp& lds, const UOp& index, const UOp& value, const UOp& gate = UOp());
   /// The LDS array after a workgroup barrier that follows `stores`: load from the result.
-  /// NOTE: one write phase per array: rewriting it later (a tile per loop iteration) would need a
-  /// second barrier after the reads, which this AST cannot order yet.
   static UOp barrier(const UOp& lds, const std::vector<UOp>& stores);
+  /// `value` after a workgroup barrier that follows it: every workitem has done the LDS reads
+  /// behind it before any goes on. In a loop that writes a tile per iteration, pass what the
+  /// iteration computes from the tile through it, so that the next iteration's writes wait.
+  static UOp barrier_after(const UOp& value);
 
   /// Explicit vectors (fragments) and their elements.
   static UOp vectorize(const std::vector<UOp>& elements);

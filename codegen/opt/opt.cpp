@@ -27,6 +27,13 @@ std::string to_string(const std::vector<Opt>& opts) {
   return s;
 }
 
+int64_t cpu_cores(int64_t max_threads) {
+  if (max_threads > 0) return max_threads;
+  const int64_t threads_knob = knob_int(Knob::THREADS);
+  return threads_knob > 0 ? threads_knob
+                          : std::max<int64_t>(1, std::thread::hardware_concurrency());
+}
+
 std::vector<UOp> kernel_ranges(const UOp& ast) {
   std::vector<UOp> ranges;
   for (const UOp& u : ast.toposort())
@@ -253,11 +260,7 @@ std::vector<Opt> heuristic_opts(const UOp& ast, const CodegenTarget& target, int
   for (const UOp& u : ast.toposort())
     ops += (is_alu(u.op()) || u.op() == Op::LOAD) && u.dtype().scalar != Scalar::Index;
   work *= std::max<int64_t>(ops, 1);
-  const int64_t threads_knob = knob_int(Knob::THREADS);
-  const int64_t cores = max_threads > 0 ? max_threads
-                        : threads_knob > 0
-                            ? threads_knob
-                            : std::max<int64_t>(1, std::thread::hardware_concurrency());
+  const int64_t cores = cpu_cores(max_threads);
   if (!outs.empty()) {
     UOp outer = outs.front();
     auto vec = std::find_if(opts.rbegin(), opts.rend(),

@@ -39,6 +39,9 @@ std::string to_string(const std::vector<Opt>& opts);
 /// axes get fresh axis ids.
 UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts);
 
+/// Cores a CPU kernel may use: `max_threads` if positive, else the THREADS knob, else the host's.
+int64_t cpu_cores(int64_t max_threads);
+
 /// The heuristic's choice for `ast` on `target`: register tiling for GEMM-shaped reduces, upcasts
 /// of contiguous output axes, vector lanes along a contiguous reduce axis (lane_reduce.h; masked
 /// at the end of a symbolic one), and threads when the kernel is big enough.

@@ -1,7 +1,8 @@
 // GPU kernels from ugrad's code generator run on the gfx1100 emulator (test/mockgpu, loaded as
 // libmockhip.so through ugrad's HIP loader) and compared with the CPU path / C++ references:
 // launch dims and guards, symbolic sizes, group reduce through LDS, WMMA tensor cores (the gfx11
-// fragment layout), dot4, the f64 decompositions and a hand-written LDS kernel.
+// fragment layout), dot4, the f64 decompositions and hand-written LDS kernels (also run on the
+// CPU).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -209,22 +210,170 @@ TEST_CASE("emulated: f64 exp2/log2/sin decompositions on the GPU") {
   }
 }
 
-TEST_CASE("emulated: a hand-written LDS kernel reverses each workgroup's tile") {
-  Mock m;
+namespace {
+
+// out[g*n + t] = in[g*n + n-1-t]: each workgroup reverses its tile through LDS (one barrier).
+UOp lds_reverse(int64_t n, int64_t groups) {
   KernelBuilder kb;
-  const int64_t n = 128, groups = 3;
   UOp out = kb.buffer(dtypes::float32, groups * n), in = kb.buffer(dtypes::float32, groups * n);
   UOp g = kb.global(groups), l = kb.local(n);
   UOp tile = kb.lds(dtypes::float32, n);
   UOp shared =
       KernelBuilder::barrier(tile, {KernelBuilder::lds_store(tile, l, kb.load(in, g * n + l))});
   kb.store(out, g * n + l, kb.load(shared, l * -1 + (n - 1)));
-  std::vector<float> x = rnd(groups * n, 11);
-  uint64_t po = m.upload(std::vector<float>(groups * n));
-  m.run(kb.build(), {po, m.upload(x)}, {}, {.noopt = 1});
-  std::vector<float> got = m.download<float>(po, groups * n);
+  return kb.build();
+}
+
+// out[g] = the sum of in[g*n, g*n + n) as a tree in one LDS array: log2(n) halving phases, each a
+// gated write phase of the same array after the previous barrier.
+UOp lds_tree_sum(int64_t n, int64_t groups) {
+  KernelBuilder kb;
+  UOp out = kb.buffer(dtypes::float32, groups), in = kb.buffer(dtypes::float32, groups * n);
+  UOp g = kb.global(groups), l = kb.local(n);
+  UOp tile = kb.lds(dtypes::float32, n);
+  UOp cur =
+      KernelBuilder::barrier(tile, {KernelBuilder::lds_store(tile, l, kb.load(in, g * n + l))});
+  for (int64_t half = n / 2; half >= 1; half /= 2) {
+    UOp active = l.lt(half);
+    UOp sum = kb.load(cur, l) + kb.load(cur, l + half, active);
+    cur = KernelBuilder::barrier(cur, {KernelBuilder::lds_store(cur, l, sum, active)});
+  }
+  kb.store(out, g, kb.load(cur, idx(0)), l.eq(idx(0)));
+  return kb.build();
+}
+
+// y = A x with x staged through LDS one tile of n per iteration of a reduce loop: the tile is
+// rewritten every iteration, so the reads of one iteration end with a second barrier.
+UOp lds_tiled_matvec(int64_t n, int64_t tiles, int64_t groups) {
+  KernelBuilder kb;
+  const int64_t rows = groups * n, cols = tiles * n;
+  UOp y = kb.buffer(dtypes::float32, rows), a = kb.buffer(dtypes::float32, rows * cols),
+      x = kb.buffer(dtypes::float32, cols);
+  UOp g = kb.global(groups), l = kb.local(n), k = kb.reduce_range(tiles), j = kb.reduce_range(n);
+  UOp tile = kb.lds(dtypes::float32, n);
+  UOp xt = KernelBuilder::barrier(tile, {KernelBuilder::lds_store(tile, l, kb.load(x, k * n + l))});
+  UOp row = g * n + l;
+  UOp part =
+      KernelBuilder::reduce(kb.load(a, row * cols + k * n + j) * kb.load(xt, j), Op::ADD, {j});
+  kb.store(y, row, KernelBuilder::reduce(KernelBuilder::barrier_after(part), Op::ADD, {k}));
+  return kb.build();
+}
+
+// C_t = A_t B_t for t = 2g + w: one 16x16x16 WMMA tile per wave w of two in each of two
+// workgroups (A_t row-major, B_t column-major, both `dt`).
+UOp wmma_tiles(DType dt) {
+  KernelBuilder kb;
+  const int64_t tiles = 4, T = 256;
+  UOp c = kb.buffer(dtypes::float32, tiles * T), a = kb.buffer(dt, tiles * T),
+      b = kb.buffer(dt, tiles * T);
+  UOp g = kb.global(2), l = kb.local(64);
+  UOp lane = l % 32, row = lane % 16, half = lane.idiv(16), t = g * 2 + l.idiv(32);
+  std::vector<UOp> fa, fb, zero(8, UOp::cnst(dtypes::float32, 0.0));
+  for (int64_t j = 0; j < 16; ++j) {
+    fa.push_back(kb.load(a, t * T + row * 16 + j));
+    fb.push_back(kb.load(b, t * T + row * 16 + j));
+  }
+  UOp d = KernelBuilder::wmma(KernelBuilder::vectorize(fa), KernelBuilder::vectorize(fb),
+                              KernelBuilder::vectorize(zero));
+  for (int64_t i = 0; i < 8; ++i)
+    kb.store(c, t * T + (half + 2 * i) * 16 + row, KernelBuilder::gep(d, i));
+  return kb.build();
+}
+
+}  // namespace
+
+TEST_CASE(
+    "emulated: hand-written WMMA tiles (f16, bf16) on the CPU match the GPU and a reference") {
+  Mock m;
+  const int64_t n = 4 * 256;
+  for (DType dt : {dtypes::float16, dtypes::bfloat16}) {
+    CAPTURE(to_string(dt));
+    auto enc = [&](float v) { return dt == dtypes::float16 ? float_to_half(v) : float_to_bf16(v); };
+    auto dec = [&](uint16_t v) {
+      return dt == dtypes::float16 ? half_to_float(v) : bf16_to_float(v);
+    };
+    std::vector<float> af = rnd(n, 41), bf32 = rnd(n, 42);
+    std::vector<uint16_t> a(n), b(n);
+    for (int64_t q = 0; q < n; ++q) {  // the values as rounded to the input dtype
+      a[q] = enc(af[q]), b[q] = enc(bf32[q]);
+      af[q] = dec(a[q]), bf32[q] = dec(b[q]);
+    }
+    const UOp ast = wmma_tiles(dt);
+    std::vector<float> cpu(n);
+    compile(ast, {.noopt = 1}).run({cpu.data(), a.data(), b.data()});
+    for (int64_t t = 0; t < 4; ++t)
+      for (int64_t i = 0; i < 16; ++i)
+        for (int64_t j = 0; j < 16; ++j) {
+          double want = 0;
+          for (int64_t k = 0; k < 16; ++k)
+            want += double(af[t * 256 + i * 16 + k]) * bf32[t * 256 + j * 16 + k];
+          REQUIRE(cpu[t * 256 + i * 16 + j] == doctest::Approx(want).epsilon(1e-5).scale(1));
+        }
+    uint64_t po = m.upload(std::vector<float>(n));
+    m.run(ast, {po, m.upload(a), m.upload(b)}, {}, {.noopt = 1});
+    std::vector<float> gpu = m.download<float>(po, n);
+    for (int64_t q = 0; q < n; ++q)
+      REQUIRE(gpu[q] == doctest::Approx(cpu[q]).epsilon(1e-5).scale(1));
+  }
+}
+
+// The hand-written LDS kernels run on the CPU (each phase a loop over the workitems, the cores
+// taking whole workgroups: cpu_workgroups.h) and on the GPU from one source.
+TEST_CASE("emulated: a hand-written LDS kernel reverses each workgroup's tile, as on the CPU") {
+  Mock m;
+  const int64_t n = 128, groups = 3;
+  const UOp ast = lds_reverse(n, groups);
+  std::vector<float> x = rnd(groups * n, 11), cpu(groups * n);
+  Kernel k = compile(ast, {.noopt = 1, .max_threads = 4});
+  CHECK(k.ks.cpu_threads == groups);
+  k.run({cpu.data(), x.data()});
   for (int64_t q = 0; q < groups; ++q)
-    for (int64_t t = 0; t < n; ++t) REQUIRE(got[q * n + t] == x[q * n + (n - 1 - t)]);
+    for (int64_t t = 0; t < n; ++t) REQUIRE(cpu[q * n + t] == x[q * n + (n - 1 - t)]);
+  uint64_t po = m.upload(std::vector<float>(groups * n));
+  m.run(ast, {po, m.upload(x)}, {}, {.noopt = 1});
+  CHECK(m.download<float>(po, groups * n) == cpu);
+}
+
+TEST_CASE("emulated: a workgroup tree sum in LDS (9 barriers, one array) matches the CPU") {
+  Mock m;
+  const int64_t n = 256, groups = 5;
+  const UOp ast = lds_tree_sum(n, groups);
+  std::vector<float> x = rnd(groups * n, 21), want(groups);
+  for (int64_t q = 0; q < groups; ++q) {  // the same tree: the same float sums
+    std::vector<float> v(x.begin() + q * n, x.begin() + (q + 1) * n);
+    for (int64_t half = n / 2; half >= 1; half /= 2)
+      for (int64_t t = 0; t < half; ++t) v[t] += v[t + half];
+    want[q] = v[0];
+  }
+  Kernel k = compile(ast, {.noopt = 1, .max_threads = 4});
+  CHECK(k.ks.cpu_threads == 4);
+  for (int64_t cores : {1, 2, 4}) {  // any split of the workgroups over the cores
+    CAPTURE(cores);
+    std::vector<float> cpu(groups, -1.0f);
+    k.run({cpu.data(), x.data()}, {}, cores);
+    CHECK(cpu == want);
+  }
+  uint64_t po = m.upload(std::vector<float>(groups, -1.0f));
+  GpuKernel gk = m.run(ast, {po, m.upload(x)}, {}, {.noopt = 1});
+  CHECK(gk.isa().find("s_barrier") != std::string::npos);
+  CHECK(m.download<float>(po, groups) == want);
+}
+
+TEST_CASE("emulated: an LDS tile rewritten every reduce iteration (two barriers) matches the CPU") {
+  Mock m;
+  const int64_t n = 32, tiles = 4, groups = 3, rows = groups * n, cols = tiles * n;
+  const UOp ast = lds_tiled_matvec(n, tiles, groups);
+  std::vector<float> a = rnd(rows * cols, 31), x = rnd(cols, 32), cpu(rows);
+  compile(ast, {.noopt = 1}).run({cpu.data(), a.data(), x.data()});
+  for (int64_t r = 0; r < rows; ++r) {
+    double want = 0;
+    for (int64_t c = 0; c < cols; ++c) want += double(a[r * cols + c]) * x[c];
+    REQUIRE(cpu[r] == doctest::Approx(want).epsilon(1e-5));
+  }
+  uint64_t po = m.upload(std::vector<float>(rows));
+  GpuKernel gk = m.run(ast, {po, m.upload(a), m.upload(x)}, {}, {.noopt = 1});
+  std::vector<float> gpu = m.download<float>(po, rows);
+  for (int64_t r = 0; r < rows; ++r) REQUIRE(gpu[r] == doctest::Approx(cpu[r]).epsilon(1e-5));
 }
 
 TEST_CASE("emulated: padded (gated) loads never touch memory outside the buffer") {

@@ -1,5 +1,5 @@
 // Hand-written kernels through the kernel builder: explicit workgroup/workitem ranges, LDS with a
-// barrier, a WMMA tile and dot4 ops, compiled for gfx1100 (and for the CPU where it applies).
+// barrier, a WMMA tile and dot4 ops, compiled for gfx1100 (and run on the CPU where it applies).
 #include <doctest/doctest.h>
 
 #include "base/error.h"
@@ -45,6 +45,12 @@ TEST_CASE("kernel builder: a workgroup reverses its tile through LDS") {
   CHECK(isa.find("s_barrier") != std::string::npos);
   CHECK(isa.find("ds_load_b32") != std::string::npos);
   CHECK(k.bin.info.kernel(k.ks.entry).group_segment_size == n * 4);
+  // On the CPU the barrier ends a loop over the workitems: the reads run in a second one.
+  Kernel cpu = compile(kb.build(), kNoopt);
+  std::vector<float> x = randf(4 * n, 8), y(4 * n);
+  cpu.run({y.data(), x.data()});
+  for (int64_t q = 0; q < 4; ++q)
+    for (int64_t t = 0; t < n; ++t) REQUIRE(y[q * n + t] == x[q * n + (n - 1 - t)]);
   // Two arrays of one size stay two arrays.
   KernelBuilder kb2;
   CHECK(!(kb2.lds(dtypes::float32, 64) == kb2.lds(dtypes::float32, 64)));
@@ -71,6 +77,25 @@ TEST_CASE("kernel builder: one WMMA tile per wave, hand-written") {
   CHECK_THROWS_AS(KernelBuilder::wmma(KernelBuilder::vectorize(fa), KernelBuilder::vectorize(zero),
                                       KernelBuilder::vectorize(zero)),
                   Error);
+}
+
+TEST_CASE("kernel builder: a WMMA in a workgroup of less than a wave is an Error on the CPU") {
+  KernelBuilder kb;
+  UOp c = kb.buffer(dtypes::float32, 8), a = kb.buffer(dtypes::float16, 16);
+  UOp lane = kb.local(16);
+  std::vector<UOp> fa, zero(8, UOp::cnst(dtypes::float32, 0.0));
+  for (int64_t j = 0; j < 16; ++j) fa.push_back(kb.load(a, lane * 0 + j));
+  UOp d = KernelBuilder::wmma(KernelBuilder::vectorize(fa), KernelBuilder::vectorize(fa),
+                              KernelBuilder::vectorize(zero));
+  kb.store(c, lane % 8, KernelBuilder::gep(d, 0));
+  std::string err;
+  try {
+    compile(kb.build(), kNoopt);
+  } catch (const Error& e) {
+    err = e.what();
+  }
+  CHECK(err.find("lowers WMMA for whole waves of 32 workitems, not a workgroup of 16") !=
+        std::string::npos);
 }
 
 TEST_CASE("kernel builder: dot4 over a reduce, with the accumulator chained") {

@@ -40,6 +40,8 @@ TEST_CASE("the pass table names every pass codegen runs, per target") {
     CHECK_MESSAGE(!has(cpu, n), n);
     CHECK_MESSAGE(has(gpu, n), n);
   }
+  CHECK(has(cpu, "cpu_workgroups"));
+  CHECK(!has(gpu, "cpu_workgroups"));
   for (const char* n : {"opt", "expand", "lower_reduce", "decomp", "linearize"}) {
     CHECK_MESSAGE(has(cpu, n), n);
     CHECK_MESSAGE(has(gpu, n), n);
