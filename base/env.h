@@ -25,7 +25,11 @@ namespace ugrad {
   X(HIP_LIB, "", "Path of the HIP runtime library (default: libamdhip64.so, .so.6, .so.5)")      \
   X(AMD_COV, "5", "AMD HSA code object version: 5 (default) or 4")                               \
   X(MODELS_DIR, "", "Where `llm` looks up model aliases (default $XDG_CACHE_HOME/ugrad/models)") \
-  X(PERF_MAP, "0", "1 names JIT-compiled CPU kernels for perf in /tmp/perf-<pid>.map")
+  X(PERF_MAP, "0", "1 names JIT-compiled CPU kernels for perf in /tmp/perf-<pid>.map")           \
+  X(MOCKGPU_POISON, "1",                                                                         \
+    "Emulator: 1 fills fresh device memory, LDS and scratch with a NaN pattern; 0 with zeros")   \
+  X(MOCKGPU_SEED, "1", "Emulator: seed of the shuffled wave/workgroup order; 0 runs in order")   \
+  X(MOCKGPU_SAMPLE, "1", "Emulator: run every k-th workgroup only (modeling; results incomplete)")
 
 enum class Knob {
 #define UGRAD_KNOB_ENUM(name, def, doc) name,

@@ -8,8 +8,10 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
+#include "test/mockgpu/counters.h"
 #include "test/mockgpu/decode.h"
 
 namespace ugrad::mockgpu {
@@ -30,6 +32,7 @@ struct Inst : Fields {
   uint16_t mask_in = 0;        // SGPR code of a lane-mask source (carry-in, cndmask)
   uint16_t mask_out = 0;       // SGPR code of a lane-mask destination (compare, carry-out)
   uint32_t target = 0;         // branch target instruction index
+  InstClass cls = InstClass::SALU;
 };
 
 /// A code object's .text, decoded once; instruction index by byte offset.
@@ -46,6 +49,9 @@ struct Program {
 /// Decodes `text` (loaded at `text_address`) and resolves every instruction's handler; opcodes
 /// without semantics get a handler that stops the run naming them.
 Program build_program(const uint8_t* text, size_t size, uint64_t text_address);
+
+/// The class a decoded instruction is counted in (mnemonic prefixes first, then encoding).
+InstClass inst_class(const Fields& f, std::string_view name);
 
 /// Mnemonics in `program` that the emulator has no semantics for (sorted, unique).
 std::vector<std::string> unimplemented_mnemonics(const Program& program);
@@ -83,8 +89,9 @@ struct Dispatch {
   const MemoryMap* memory = nullptr;
   uint32_t lds_size = 0;
   uint32_t scratch_per_lane = 0;
-  bool ftz32 = false;         // FLOAT_MODE flushes f32 denormals
-  uint64_t instructions = 0;  // wave-instructions executed
+  bool ftz32 = false;  // FLOAT_MODE flushes f32 denormals
+  LaunchCounters counters;
+  std::unordered_set<uint64_t> lines;  // 128-byte lines touched by global/flat accesses
 };
 
 struct Workgroup {
@@ -103,6 +110,9 @@ struct Wave {
   Workgroup* group = nullptr;
   std::vector<uint8_t> scratch;                    // per-lane private memory, lane-major
   std::pair<uint64_t, uint64_t> last_range{0, 0};  // last global allocation hit (fast path)
+  // For the counters: vector loads not yet waited for, and the waits that found some outstanding.
+  uint32_t pending_vm = 0;
+  uint64_t round_trips = 0, instructions = 0;
 
   uint32_t exec() const { return s[kExec]; }
 
