@@ -2,13 +2,14 @@
 // (wave32 register files, EXEC/VCC/SCC), workgroups (LDS, barrier), the dispatch (memory map,
 // kernarg, float mode) and the operand helpers every semantics file uses.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_set>
+#include <unordered_map>
 #include <vector>
 
 #include "test/mockgpu/counters.h"
@@ -82,6 +83,32 @@ class MemoryMap {
   std::map<uint64_t, uint64_t> ranges_;
 };
 
+/// Distinct 128-byte lines of a launch: one bit per line in pages of 4096 lines (512 KiB), the
+/// last page used kept at hand (a wave's accesses mostly stay in one page).
+class LineSet {
+ public:
+  void insert(uint64_t line) {
+    const uint64_t page = line >> kPageBits;
+    if (!last_ || page != last_page_) {
+      last_ = &pages_[page];
+      last_page_ = page;
+    }
+    uint64_t& word = (*last_)[line >> 6 & (kWords - 1)];
+    const uint64_t bit = uint64_t{1} << (line & 63);
+    count_ += (word & bit) == 0;
+    word |= bit;
+  }
+  uint64_t size() const { return count_; }
+
+ private:
+  static constexpr int kPageBits = 12;
+  static constexpr int kWords = (1 << kPageBits) / 64;
+  std::unordered_map<uint64_t, std::array<uint64_t, kWords>> pages_;
+  std::array<uint64_t, kWords>* last_ = nullptr;
+  uint64_t last_page_ = 0;
+  uint64_t count_ = 0;
+};
+
 /// Everything one kernel launch shares.
 struct Dispatch {
   std::string kernel;
@@ -91,7 +118,7 @@ struct Dispatch {
   uint32_t scratch_per_lane = 0;
   bool ftz32 = false;  // FLOAT_MODE flushes f32 denormals
   LaunchCounters counters;
-  std::unordered_set<uint64_t> lines;  // 128-byte lines touched by global/flat accesses
+  LineSet lines;  // 128-byte lines touched by global/flat accesses
 };
 
 struct Workgroup {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <deque>
 
 #include "test/mockgpu/emu.h"
@@ -100,21 +101,22 @@ void access(Wave& w, const Inst& in, const MemSpec& sp, uint8_t* p, int lane, u3
 // Global bytes and the 128-byte lines one vector memory instruction touches (each lane's access
 // lies in at most two lines).
 void count_global(Wave& w, const MemSpec& sp, const uint64_t* addrs, u32 exec) {
-  LaunchCounters& c = w.dispatch->counters;
   uint64_t lines[2 * kLanes];
   int n = 0;
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
-    lines[n++] = addrs[l] / kLineBytes;
-    if ((addrs[l] + sp.bytes - 1) / kLineBytes != lines[n - 1])
-      lines[n++] = (addrs[l] + sp.bytes - 1) / kLineBytes;
-    if (sp.kind != MKind::Store) c.global_bytes_read += sp.bytes;
-    if (sp.kind != MKind::Load) c.global_bytes_written += sp.bytes;
+    const uint64_t first = addrs[l] / kLineBytes, last = (addrs[l] + sp.bytes - 1) / kLineBytes;
+    lines[n++] = first;
+    if (last != first) lines[n++] = last;
   }
-  std::sort(lines, lines + n);
+  if (!std::is_sorted(lines, lines + n)) std::sort(lines, lines + n);  // lanes mostly ascend
   n = static_cast<int>(std::unique(lines, lines + n) - lines);
+  LaunchCounters& c = w.dispatch->counters;
+  const uint64_t bytes = uint64_t{sp.bytes} * static_cast<uint64_t>(std::popcount(exec));
+  if (sp.kind != MKind::Store) c.global_bytes_read += bytes;
+  if (sp.kind != MKind::Load) c.global_bytes_written += bytes;
   c.vmem_line_requests += static_cast<uint64_t>(n);
-  w.dispatch->lines.insert(lines, lines + n);
+  for (int i = 0; i < n; ++i) w.dispatch->lines.insert(lines[i]);
 }
 
 // Bank cycles of one DS instruction from the dwords its lanes access: distinct dwords in one

@@ -4,7 +4,12 @@
 // occupancy must come out slow.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "base/float16.h"
@@ -198,6 +203,29 @@ TEST_CASE("counters of a copy: instruction classes, bytes, lines, occupancy, rec
   const std::string line = mockgpu::describe_launch("C_copy", c, mockgpu::model_launch(c));
   CHECK(line.find("MODELED") != std::string::npos);
   CHECK(line.find("cost model v1, not measured") != std::string::npos);
+}
+
+TEST_CASE("DEBUG=2: libmockhip prints each launch's MODELED time on stderr") {
+  char path[] = "/tmp/mockgpu_debug_XXXXXX";
+  const int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  {
+    ScopedEnv debug("DEBUG", "2");
+    std::fflush(stderr);
+    const int saved = dup(2);
+    dup2(fd, 2);
+    copy(4, 1, 1);
+    std::fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+  }
+  close(fd);
+  std::ifstream f(path);
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::remove(path);
+  CHECK(text.find("mockgpu: C_copy MODELED ") != std::string::npos);
+  CHECK(text.find("(cost model v1, not measured)") != std::string::npos);
+  CHECK(text.find("% of 960 GB/s") != std::string::npos);
 }
 
 TEST_CASE("a sampled launch scales to the counters of the whole launch") {
