@@ -85,7 +85,8 @@ std::string describe_launch(std::string_view kernel, const LaunchCounters& c, co
   if (c.lds_conflict_cycles) s += fmt::format(", {} LDS conflict cycles", c.lds_conflict_cycles);
   s += fmt::format(", {} waves/SIMD ({} VGPRs)", t.waves_per_simd, c.vgprs);
   if (c.workgroups_emulated != c.workgroups)
-    s += fmt::format(", sampled {} of {} workgroups", c.workgroups_emulated, c.workgroups);
+    s += fmt::format(", sampled {} of {} workgroups (counts unscaled)", c.workgroups_emulated,
+                     c.workgroups);
   return s;
 }
 

@@ -23,7 +23,8 @@ struct CardModel {
   int vgprs_per_simd_lane = 1536;  // 192 KiB register file per SIMD in wave32
   int vgpr_granule = 24;           // wave32 allocation granule on gfx1100
   uint32_t lds_per_cu = 65536;     // a WGP's 128 KiB shared by its two CUs
-  // Issue cycles per wave instruction on its SIMD, by class (LDS uses the counted bank cycles).
+  // Issue cycles per wave instruction on its SIMD, by class in InstClass order (VALU SALU VMEM
+  // SMEM LDS WMMA DOT4 BRANCH WAIT); LDS time comes from the counted bank cycles instead.
   double issue_cycles[kInstClasses] = {1, 1, 1, 1, 0, 32, 1, 1, 0};
 };
 

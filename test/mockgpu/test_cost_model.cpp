@@ -309,6 +309,7 @@ TEST_CASE("cost model negative control: LDS bank conflicts are slow") {
   // 64 lanes x 64 words apart: all 32 lanes of a wave in one bank, 31 extra cycles per access.
   CHECK(conflicted.lds_conflict_cycles == 31 * conflicted.count(InstClass::LDS));
   const ModeledTime tf = mockgpu::model_launch(flat), tc = mockgpu::model_launch(conflicted);
+  MESSAGE(mockgpu::describe_launch("B_lds stride 1", flat, tf));
   MESSAGE(mockgpu::describe_launch("B_lds stride 64", conflicted, tc));
   CHECK(std::string(tc.bound) == "lds");
   CHECK(tc.seconds - tc.overhead_s > 4 * (tf.seconds - tf.overhead_s));
@@ -319,6 +320,7 @@ TEST_CASE("cost model negative control: fewer workgroups than CUs are slow") {
   const LaunchCounters wide = copy(1024, 1, 1), narrow = copy(8, 128, 1);
   CHECK(wide.global_bytes_read * wide.scale() == narrow.global_bytes_read * narrow.scale());
   const ModeledTime tw = mockgpu::model_launch(wide), tn = mockgpu::model_launch(narrow);
+  MESSAGE(mockgpu::describe_launch("C_copy 1024 workgroups", wide, tw));
   MESSAGE(mockgpu::describe_launch("C_copy 8 workgroups", narrow, tn));
   CHECK(std::string(tn.bound) == "latency");
   CHECK(tn.seconds > 2 * tw.seconds);
