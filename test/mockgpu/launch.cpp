@@ -57,6 +57,71 @@ void fill_poison(void* p, size_t bytes) {
     std::memcpy(out + i, &kPoisonWord, std::min<size_t>(4, bytes - i));
 }
 
+namespace {
+
+// Memory a launch starts with: the poison word, or zeros.
+void fill_fresh(std::vector<uint8_t>& bytes, bool poison) {
+  if (poison)
+    fill_poison(bytes.data(), bytes.size());
+  else
+    std::fill(bytes.begin(), bytes.end(), 0);
+}
+
+// Sets wave wi of workgroup group_id up as the hardware does at dispatch.
+void start_wave(const LaunchParams& p, Dispatch& d, Workgroup& wg, int wi,
+                const uint32_t (&group_id)[3], uint32_t entry, bool poison) {
+  const KernelDescriptor& kd = p.descriptor;
+  const uint32_t rsrc2 = kd.compute_pgm_rsrc2;
+  const int user_sgprs = user_sgpr_count(rsrc2);
+  const uint64_t threads = uint64_t{p.block[0]} * p.block[1] * p.block[2];
+  Wave& w = *wg.waves[wi];
+  std::memset(w.s, 0, sizeof(w.s));
+  w.scc = false;
+  w.ip = entry;
+  w.done = w.at_barrier = false;
+  w.dispatch = &d;
+  w.group = &wg;
+  w.last_range = {0, 0};
+  w.pending_vm = 0;
+  w.round_trips = w.instructions = 0;
+  w.scratch.resize(size_t{d.scratch_per_lane} * kLanes);
+  fill_fresh(w.scratch, poison);
+  // User SGPRs in enable-bit order, then the system SGPRs at USER_SGPR_COUNT.
+  int s = 0;
+  auto put64 = [&](uint64_t v) {
+    w.s[s] = static_cast<uint32_t>(v);
+    w.s[s + 1] = static_cast<uint32_t>(v >> 32);
+    s += 2;
+  };
+  const uint16_t props = kd.kernel_code_properties;
+  if (props >> kDispatchPtr & 1) put64(p.dispatch_packet);
+  if (props >> kQueuePtr & 1) put64(0);
+  if (props >> kKernargPtr & 1) put64(p.kernarg);
+  if (props >> kDispatchId & 1) put64(0);
+  if (props >> kFlatScratchInit & 1) put64(0);
+  if (props >> kPrivateSegmentSize & 1) w.s[s++] = d.scratch_per_lane;
+  if (s > user_sgprs)
+    fail("mockgpu: kernel {}: {} user SGPRs enabled but USER_SGPR_COUNT is {}", p.kernel, s,
+         user_sgprs);
+  s = user_sgprs;
+  for (int dim = 0; dim < 3; ++dim)
+    if (wg_id_enabled(rsrc2, dim)) w.s[s++] = group_id[dim];
+  if (wg_info_enabled(rsrc2)) w.s[s++] = 0;
+  // EXEC: the lanes of this wave that are work-items; v0: packed workitem ids.
+  const uint64_t first = uint64_t(wi) * kLanes;
+  const uint64_t lanes = std::min<uint64_t>(kLanes, threads - first);
+  w.s[kExec] = lanes == 32 ? 0xffffffffu : (1u << lanes) - 1;
+  for (int l = 0; l < kLanes; ++l) {
+    const uint64_t t = first + static_cast<uint64_t>(l);
+    const uint32_t x = static_cast<uint32_t>(t % p.block[0]);
+    const uint32_t y = static_cast<uint32_t>(t / p.block[0] % p.block[1]);
+    const uint32_t z = static_cast<uint32_t>(t / (uint64_t{p.block[0]} * p.block[1]));
+    w.v[0][l] = vgpr_workitem_ids(rsrc2) == 0 ? x : (x | y << 10 | z << 20);
+  }
+}
+
+}  // namespace
+
 uint64_t run_wave(Wave& w) {
   const Inst* insts = w.dispatch->program->insts.data();
   const uint32_t n = static_cast<uint32_t>(w.dispatch->program->insts.size());
@@ -97,8 +162,6 @@ LaunchCounters launch_kernel(const LaunchParams& p, const MemoryMap& memory,
   d.ftz32 = denorm_mode_32(kd.compute_pgm_rsrc1) != 3;
   FlushScope flush(d.ftz32);
 
-  const uint32_t rsrc2 = kd.compute_pgm_rsrc2;
-  const int user_sgprs = user_sgpr_count(rsrc2);
   const int num_waves = static_cast<int>((threads + kLanes - 1) / kLanes);
   LaunchCounters& c = d.counters;
   for (int dim = 0; dim < 3; ++dim) {
@@ -130,59 +193,9 @@ LaunchCounters launch_kernel(const LaunchParams& p, const MemoryMap& memory,
         static_cast<uint32_t>(linear / p.grid[0] % p.grid[1]),
         static_cast<uint32_t>(linear / (uint64_t{p.grid[0]} * p.grid[1]))};
     wg.lds.resize(d.lds_size);
-    if (options.poison)
-      fill_poison(wg.lds.data(), wg.lds.size());
-    else
-      std::fill(wg.lds.begin(), wg.lds.end(), 0);
-    for (int wi = 0; wi < num_waves; ++wi) {
-      Wave& w = *wg.waves[wi];
-      std::memset(w.s, 0, sizeof(w.s));
-      w.scc = false;
-      w.ip = static_cast<uint32_t>(entry);
-      w.done = w.at_barrier = false;
-      w.dispatch = &d;
-      w.group = &wg;
-      w.last_range = {0, 0};
-      w.pending_vm = 0;
-      w.round_trips = w.instructions = 0;
-      w.scratch.resize(size_t{d.scratch_per_lane} * kLanes);
-      if (options.poison)
-        fill_poison(w.scratch.data(), w.scratch.size());
-      else
-        std::fill(w.scratch.begin(), w.scratch.end(), 0);
-      // User SGPRs in enable-bit order, then the system SGPRs at USER_SGPR_COUNT.
-      int s = 0;
-      auto put64 = [&](uint64_t v) {
-        w.s[s] = static_cast<uint32_t>(v);
-        w.s[s + 1] = static_cast<uint32_t>(v >> 32);
-        s += 2;
-      };
-      const uint16_t props = kd.kernel_code_properties;
-      if (props >> kDispatchPtr & 1) put64(p.dispatch_packet);
-      if (props >> kQueuePtr & 1) put64(0);
-      if (props >> kKernargPtr & 1) put64(p.kernarg);
-      if (props >> kDispatchId & 1) put64(0);
-      if (props >> kFlatScratchInit & 1) put64(0);
-      if (props >> kPrivateSegmentSize & 1) w.s[s++] = d.scratch_per_lane;
-      if (s > user_sgprs)
-        fail("mockgpu: kernel {}: {} user SGPRs enabled but USER_SGPR_COUNT is {}", p.kernel, s,
-             user_sgprs);
-      s = user_sgprs;
-      for (int dim = 0; dim < 3; ++dim)
-        if (wg_id_enabled(rsrc2, dim)) w.s[s++] = group_id[dim];
-      if (wg_info_enabled(rsrc2)) w.s[s++] = 0;
-      // EXEC: the lanes of this wave that are work-items; v0: packed workitem ids.
-      const uint64_t first = uint64_t(wi) * kLanes;
-      const uint64_t lanes = std::min<uint64_t>(kLanes, threads - first);
-      w.s[kExec] = lanes == 32 ? 0xffffffffu : (1u << lanes) - 1;
-      for (int l = 0; l < kLanes; ++l) {
-        const uint64_t t = first + static_cast<uint64_t>(l);
-        const uint32_t x = static_cast<uint32_t>(t % p.block[0]);
-        const uint32_t y = static_cast<uint32_t>(t / p.block[0] % p.block[1]);
-        const uint32_t z = static_cast<uint32_t>(t / (uint64_t{p.block[0]} * p.block[1]));
-        w.v[0][l] = vgpr_workitem_ids(rsrc2) == 0 ? x : (x | y << 10 | z << 20);
-      }
-    }
+    fill_fresh(wg.lds, options.poison);
+    for (int wi = 0; wi < num_waves; ++wi)
+      start_wave(p, d, wg, wi, group_id, static_cast<uint32_t>(entry), options.poison);
     // Rounds: each wave runs to a barrier or its end, in a shuffled order; a barrier
     // releases when every wave that has not ended has reached it.
     for (;;) {
