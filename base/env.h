@@ -8,24 +8,28 @@
 namespace ugrad {
 
 // X(name, default value, description)
-#define UGRAD_FOR_EACH_KNOB(X)                                                                   \
-  X(DEBUG, "0",                                                                                  \
-    "Verbosity ladder: 1 schedule/JIT summaries, 2 one line per kernel, 3 optimizations and "    \
-    "passes, 4 LLVM IR, 5 kernel UOp graphs, 6 linearized UOps, 7 machine code")                 \
-  X(DEV, "CPU", "Default device: CPU, NULL, NULL:<amd-arch> (e.g. NULL:gfx1100), AMD")           \
-  X(NOOPT, "0", "1 disables kernel optimizations (upcast, unroll, threads, locals)")             \
-  X(JIT, "1", "0 makes JIT-wrapped functions run eagerly every call")                            \
-  X(THREADS, "0", "CPU worker threads (0 = one per core)")                                       \
-  X(PRINT_AFTER, "",                                                                             \
-    "Prints each kernel's UOp graph after the named codegen pass (DEBUG=3 lists them), or all")  \
-  X(VERIFY, "0", "1 runs the UOp verifier after every stage (always on in debug builds)")        \
-  X(CACHE, "1", "0 disables the on-disk program cache")                                          \
-  X(CACHE_DIR, "", "Program cache directory (default $XDG_CACHE_HOME/ugrad or ~/.cache/ugrad)")  \
-  X(REWRITE_LIMIT, "1000000", "Step limit of graph_rewrite before it reports a looping rule")    \
-  X(HIP_LIB, "", "Path of the HIP runtime library (default: libamdhip64.so, .so.6, .so.5)")      \
-  X(AMD_COV, "5", "AMD HSA code object version: 5 (default) or 4")                               \
-  X(MODELS_DIR, "", "Where `llm` looks up model aliases (default $XDG_CACHE_HOME/ugrad/models)") \
-  X(PERF_MAP, "0", "1 names JIT-compiled CPU kernels for perf in /tmp/perf-<pid>.map")         \
+#define UGRAD_FOR_EACH_KNOB(X)                                                                     \
+  X(DEBUG, "0",                                                                                    \
+    "Verbosity ladder: 1 schedule/JIT summaries, 2 one line per kernel, 3 optimizations and "      \
+    "passes, 4 LLVM IR, 5 kernel UOp graphs, 6 linearized UOps, 7 machine code")                   \
+  X(DEV, "CPU", "Default device: CPU, NULL, NULL:<amd-arch> (e.g. NULL:gfx1100), AMD")             \
+  X(NOOPT, "0", "1 disables kernel optimizations (upcast, unroll, threads, locals)")               \
+  X(JIT, "1", "0 makes JIT-wrapped functions run eagerly every call")                              \
+  X(THREADS, "0", "CPU worker threads (0 = one per core)")                                         \
+  X(PRINT_AFTER, "",                                                                               \
+    "Prints each kernel's UOp graph after the named codegen pass (DEBUG=3 lists them), or all")    \
+  X(VERIFY, "0", "1 runs the UOp verifier after every stage (always on in debug builds)")          \
+  X(CACHE, "1", "0 disables the on-disk program cache")                                            \
+  X(CACHE_DIR, "", "Program cache directory (default $XDG_CACHE_HOME/ugrad or ~/.cache/ugrad)")    \
+  X(REWRITE_LIMIT, "1000000", "Step limit of graph_rewrite before it reports a looping rule")      \
+  X(HIP_LIB, "", "Path of the HIP runtime library (default: libamdhip64.so, .so.6, .so.5)")        \
+  X(AMD_COV, "5", "AMD HSA code object version: 5 (default) or 4")                                 \
+  X(MODELS_DIR, "", "Where `llm` looks up model aliases (default $XDG_CACHE_HOME/ugrad/models)")   \
+  X(PERF_MAP, "0", "1 names JIT-compiled CPU kernels for perf in /tmp/perf-<pid>.map")             \
+  X(MOCKGPU_POISON, "1",                                                                           \
+    "Emulator: 1 fills fresh device memory, LDS and scratch with a NaN pattern; 0 with zeros")     \
+  X(MOCKGPU_SEED, "1", "Emulator: seed of the shuffled wave/workgroup order; 0 runs in order")     \
+  X(MOCKGPU_SAMPLE, "1", "Emulator: run every k-th workgroup only (modeling; results incomplete)") \
   X(LLM_KERNELS, "1", "0 runs llm/kernels' generic tensor paths only (A/B comparisons)")
 
 enum class Knob {

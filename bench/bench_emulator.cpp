@@ -135,7 +135,7 @@ Result run(const Kernel& k, const char* name, uint32_t groups, std::vector<uint6
   p.block[0] = 256;
   p.kernarg = reinterpret_cast<uint64_t>(args.data());
   const double t0 = cpu_seconds();
-  const uint64_t n = mg::launch_kernel(p, memory);
+  const uint64_t n = mg::launch_kernel(p, memory).instructions();
   const double dt = cpu_seconds() - t0;
   memory.remove(reinterpret_cast<uint64_t>(args.data()));
   return {n, dt};

@@ -2,14 +2,17 @@
 // (wave32 register files, EXEC/VCC/SCC), workgroups (LDS, barrier), the dispatch (memory map,
 // kernarg, float mode) and the operand helpers every semantics file uses.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
+#include "test/mockgpu/counters.h"
 #include "test/mockgpu/decode.h"
 
 namespace ugrad::mockgpu {
@@ -30,6 +33,7 @@ struct Inst : Fields {
   uint16_t mask_in = 0;        // SGPR code of a lane-mask source (carry-in, cndmask)
   uint16_t mask_out = 0;       // SGPR code of a lane-mask destination (compare, carry-out)
   uint32_t target = 0;         // branch target instruction index
+  InstClass cls = InstClass::SALU;
 };
 
 /// A code object's .text, decoded once; instruction index by byte offset.
@@ -46,6 +50,9 @@ struct Program {
 /// Decodes `text` (loaded at `text_address`) and resolves every instruction's handler; opcodes
 /// without semantics get a handler that stops the run naming them.
 Program build_program(const uint8_t* text, size_t size, uint64_t text_address);
+
+/// The class a decoded instruction is counted in (mnemonic prefixes first, then encoding).
+InstClass inst_class(const Fields& f, std::string_view name);
 
 /// Mnemonics in `program` that the emulator has no semantics for (sorted, unique).
 std::vector<std::string> unimplemented_mnemonics(const Program& program);
@@ -76,6 +83,32 @@ class MemoryMap {
   std::map<uint64_t, uint64_t> ranges_;
 };
 
+/// Distinct 128-byte lines of a launch: one bit per line in pages of 4096 lines (512 KiB), the
+/// last page used kept at hand (a wave's accesses mostly stay in one page).
+class LineSet {
+ public:
+  void insert(uint64_t line) {
+    const uint64_t page = line >> kPageBits;
+    if (!last_ || page != last_page_) {
+      last_ = &pages_[page];
+      last_page_ = page;
+    }
+    uint64_t& word = (*last_)[line >> 6 & (kWords - 1)];
+    const uint64_t bit = uint64_t{1} << (line & 63);
+    count_ += (word & bit) == 0;
+    word |= bit;
+  }
+  uint64_t size() const { return count_; }
+
+ private:
+  static constexpr int kPageBits = 12;
+  static constexpr int kWords = (1 << kPageBits) / 64;
+  std::unordered_map<uint64_t, std::array<uint64_t, kWords>> pages_;
+  std::array<uint64_t, kWords>* last_ = nullptr;
+  uint64_t last_page_ = 0;
+  uint64_t count_ = 0;
+};
+
 /// Everything one kernel launch shares.
 struct Dispatch {
   std::string kernel;
@@ -83,8 +116,9 @@ struct Dispatch {
   const MemoryMap* memory = nullptr;
   uint32_t lds_size = 0;
   uint32_t scratch_per_lane = 0;
-  bool ftz32 = false;         // FLOAT_MODE flushes f32 denormals
-  uint64_t instructions = 0;  // wave-instructions executed
+  bool ftz32 = false;  // FLOAT_MODE flushes f32 denormals
+  LaunchCounters counters;
+  LineSet lines;  // 128-byte lines touched by global/flat accesses
 };
 
 struct Workgroup {
@@ -103,6 +137,9 @@ struct Wave {
   Workgroup* group = nullptr;
   std::vector<uint8_t> scratch;                    // per-lane private memory, lane-major
   std::pair<uint64_t, uint64_t> last_range{0, 0};  // last global allocation hit (fast path)
+  // For the counters: vector loads not yet waited for, and the waits that found some outstanding.
+  uint32_t pending_vm = 0;
+  uint64_t round_trips = 0, instructions = 0;
 
   uint32_t exec() const { return s[kExec]; }
 

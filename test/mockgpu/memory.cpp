@@ -4,6 +4,8 @@
 // Loads gather all lanes before writing any VGPR (the destination may overlap the address).
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <bit>
 #include <deque>
 
 #include "test/mockgpu/emu.h"
@@ -94,6 +96,47 @@ void access(Wave& w, const Inst& in, const MemSpec& sp, uint8_t* p, int lane, u3
   }
 }
 
+// ---- counters ----
+
+// Global bytes and the 128-byte lines one vector memory instruction touches (each lane's access
+// lies in at most two lines).
+void count_global(Wave& w, const MemSpec& sp, const uint64_t* addrs, u32 exec) {
+  uint64_t lines[2 * kLanes];
+  int n = 0;
+  for (int l = 0; l < kLanes; ++l) {
+    if (!(exec >> l & 1)) continue;
+    const uint64_t first = addrs[l] / kLineBytes, last = (addrs[l] + sp.bytes - 1) / kLineBytes;
+    lines[n++] = first;
+    if (last != first) lines[n++] = last;
+  }
+  if (!std::is_sorted(lines, lines + n)) std::sort(lines, lines + n);  // lanes mostly ascend
+  n = static_cast<int>(std::unique(lines, lines + n) - lines);
+  LaunchCounters& c = w.dispatch->counters;
+  const uint64_t bytes = uint64_t{sp.bytes} * static_cast<uint64_t>(std::popcount(exec));
+  if (sp.kind != MKind::Store) c.global_bytes_read += bytes;
+  if (sp.kind != MKind::Load) c.global_bytes_written += bytes;
+  c.vmem_line_requests += static_cast<uint64_t>(n);
+  for (int i = 0; i < n; ++i) w.dispatch->lines.insert(lines[i]);
+}
+
+// Bank cycles of one DS instruction from the dwords its lanes access: distinct dwords in one
+// bank serialize, one dword read by many lanes is a broadcast (kLdsBanks 4-byte banks).
+void count_lds(Wave& w, u32* dwords, int n) {
+  std::sort(dwords, dwords + n);
+  n = static_cast<int>(std::unique(dwords, dwords + n) - dwords);
+  int per_bank[kLdsBanks] = {};
+  int cycles = 1;
+  for (int i = 0; i < n; ++i) cycles = std::max(cycles, ++per_bank[dwords[i] % kLdsBanks]);
+  const int ideal = std::max(1, (n + kLdsBanks - 1) / kLdsBanks);
+  w.dispatch->counters.lds_cycles += static_cast<uint64_t>(cycles);
+  w.dispatch->counters.lds_conflict_cycles += static_cast<uint64_t>(cycles - ideal);
+}
+
+// The dwords of an LDS access [addr, addr + bytes), appended at out[n].
+void lds_dwords(uint64_t addr, unsigned bytes, u32* out, int& n) {
+  for (uint64_t a = addr / 4; a <= (addr + bytes - 1) / 4; ++a) out[n++] = static_cast<u32>(a);
+}
+
 // ---- GLOBAL / FLAT / SCRATCH ----
 
 void exec_vmem(Wave& w, const Inst& in) {
@@ -103,6 +146,7 @@ void exec_vmem(Wave& w, const Inst& in) {
   const bool returns = sp.kind == MKind::Load || (sp.kind == MKind::Atomic && (in.w0 >> 14 & 1));
   const uint64_t size = sp.bytes;
   u32 result[kLanes][4];
+  uint64_t addrs[kLanes];
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
     uint8_t* p;
@@ -125,10 +169,13 @@ void exec_vmem(Wave& w, const Inst& in) {
       addr += static_cast<uint64_t>(offset);
       w.check_global(in, addr, size, l);
       p = reinterpret_cast<uint8_t*>(addr);
+      addrs[l] = addr;
     }
     access(w, in, sp, p, l, result[l]);
   }
+  if (in.enc != Enc::SCRATCH && exec) count_global(w, sp, addrs, exec);
   if (!returns) return;
+  ++w.pending_vm;
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
     if (sp.kind == MKind::Atomic) {
@@ -156,11 +203,15 @@ void exec_ds(Wave& w, const Inst& in) {
   const u32 exec = w.exec();
   const bool returns = sp.kind == MKind::Load || (sp.kind == MKind::Atomic && sp.rtn);
   u32 result[kLanes][4];
+  u32 dwords[kLanes * 6];  // an unaligned access may span one dword more
+  int n = 0;
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
     uint64_t addr = uint64_t{w.v[in.src[0]][l]} + in.simm16;
     access(w, in, sp, lds_at(w, in, addr, sp.bytes, l), l, result[l]);
+    lds_dwords(addr, sp.bytes, dwords, n);
   }
+  count_lds(w, dwords, n);
   if (!returns) return;
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
@@ -180,11 +231,14 @@ void exec_ds_2addr(Wave& w, const Inst& in) {
   const uint64_t scale = Bytes * (Stride64 ? 64 : 1);
   const int dw = Bytes / 4;
   u32 result[kLanes][4];
+  u32 dwords[kLanes * 6];  // an unaligned access may span one dword more
+  int n = 0;
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
     for (int k = 0; k < 2; ++k) {
       const uint64_t off = (k ? in.simm16 >> 8 : in.simm16 & 0xff) * scale;
       uint8_t* p = lds_at(w, in, uint64_t{w.v[in.src[0]][l]} + off, Bytes, l);
+      lds_dwords(uint64_t{w.v[in.src[0]][l]} + off, Bytes, dwords, n);
       if (Load) {
         std::memcpy(&result[l][k * dw], p, Bytes);
       } else {
@@ -194,6 +248,7 @@ void exec_ds_2addr(Wave& w, const Inst& in) {
       }
     }
   }
+  count_lds(w, dwords, n);
   if (!Load) return;
   for (int l = 0; l < kLanes; ++l)
     if (exec >> l & 1)
@@ -217,6 +272,7 @@ void exec_ds_permute(Wave& w, const Inst& in) {
   }
   for (int l = 0; l < kLanes; ++l)
     if (exec >> l & 1) w.v[in.vdst][l] = out[l];
+  ++w.dispatch->counters.lds_cycles;  // a crossbar permute, no bank conflicts
 }
 
 // ---- SMEM ----
@@ -229,6 +285,7 @@ void exec_smem(Wave& w, const Inst& in) {
   w.check_global(in, addr, dwords * 4ull, -1);
   u32 vals[16];
   std::memcpy(vals, reinterpret_cast<const void*>(addr), dwords * 4);
+  w.dispatch->counters.smem_bytes_read += dwords * 4ull;
   for (int i = 0; i < dwords; ++i) write_sgpr(w, static_cast<uint16_t>(in.vdst + i), vals[i]);
 }
 

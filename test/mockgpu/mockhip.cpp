@@ -3,6 +3,9 @@
 // pointers into allocations this library owns; streams execute synchronously in order; events
 // are host timestamps. Emulator errors become hipErrorLaunchFailure, and hipGetErrorString of
 // that code returns the emulator's message (kernel, pc, instruction). Thread-safe (one lock).
+// Knobs MOCKGPU_POISON/SEED/SAMPLE set the launch options (launch.h); every launch leaves a
+// record of its counters (mockhip_launch_record, read through launch_records.h); DEBUG>=2 prints
+// each launch's modeled time (cost_model.h).
 #include <fmt/format.h>
 
 #include <chrono>
@@ -13,9 +16,11 @@
 #include <string>
 #include <unordered_map>
 
+#include "base/env.h"
 #include "base/error.h"
 #include "runtime/amd/amd_code_object.h"
 #include "runtime/amd/hip_min.h"
+#include "test/mockgpu/cost_model.h"
 #include "test/mockgpu/launch.h"
 
 using namespace ugrad::hip;
@@ -47,8 +52,8 @@ struct State {
   mg::MemoryMap memory;
   std::unordered_map<void*, size_t> allocations;
   int device = 0;
-  std::string last_message;  // the most recent failure's details
-  uint64_t instructions = 0;
+  std::string last_message;               // the most recent failure's details
+  std::vector<mg::LaunchRecord> records;  // one per successful launch, oldest first
 };
 
 State& state() {
@@ -94,6 +99,18 @@ size_t elf_image_size(const uint8_t* image) {
     if (type != 8 /* SHT_NOBITS */) end = std::max(end, off + size);
   }
   return end > (1u << 30) ? 0 : end;
+}
+
+// The launch options from the knobs (read at every launch, so a test may change them).
+mg::LaunchOptions launch_options() {
+  using ugrad::Knob, ugrad::knob_int;
+  mg::LaunchOptions o;
+  o.poison = knob_int(Knob::MOCKGPU_POISON) != 0;
+  o.seed = static_cast<uint64_t>(knob_int(Knob::MOCKGPU_SEED));
+  const int64_t every = knob_int(Knob::MOCKGPU_SAMPLE);
+  if (every < 1 || every > UINT32_MAX) ugrad::fail("MOCKGPU_SAMPLE={} is not in 1..2^32-1", every);
+  o.sample_every = static_cast<uint32_t>(every);
+  return o;
 }
 
 void put(std::vector<uint8_t>& buf, uint32_t offset, uint64_t value, uint32_t size) {
@@ -178,9 +195,18 @@ __attribute__((visibility("default"))) hipError_t hipMalloc(void** ptr, size_t s
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   const size_t rounded = (std::max<size_t>(size, 1) + 255) / 256 * 256;
+  bool poison;
+  try {
+    poison = ugrad::knob_int(ugrad::Knob::MOCKGPU_POISON) != 0;
+  } catch (const std::exception& e) {
+    return failed(kInvalidValue, e.what());
+  }
   void* p = std::aligned_alloc(256, rounded);
   if (!p) return failed(kOutOfMemory, fmt::format("mockhip: cannot allocate {} bytes", size));
-  std::memset(p, 0, rounded);
+  if (poison)
+    mg::fill_poison(p, rounded);
+  else
+    std::memset(p, 0, rounded);
   s.allocations[p] = size;
   s.memory.add(reinterpret_cast<uint64_t>(p), std::max<size_t>(size, 1));
   *ptr = p;
@@ -362,11 +388,19 @@ __attribute__((visibility("default"))) hipError_t hipModuleLaunchKernel(
   p.dynamic_lds = shared_bytes;
   p.kernarg = reinterpret_cast<uint64_t>(kernarg.data());
   p.dispatch_packet = reinterpret_cast<uint64_t>(&packet);
+  p.sgprs = k.sgpr_count;
   s.memory.add(p.kernarg, kernarg.size());
   s.memory.add(p.dispatch_packet, sizeof(packet));
   hipError_t result = hipSuccess;
   try {
-    s.instructions += mg::launch_kernel(p, s.memory);
+    mg::LaunchRecord record;
+    record.counters = mg::launch_kernel(p, s.memory, launch_options());
+    std::snprintf(record.kernel, sizeof(record.kernel), "%s", k.name.c_str());
+    s.records.push_back(record);
+    if (ugrad::knob_int(ugrad::Knob::DEBUG) >= 2)
+      std::fprintf(
+          stderr, "%s\n",
+          mg::describe_launch(k.name, record.counters, mg::model_launch(record.counters)).c_str());
   } catch (const std::exception& e) {
     result = failed(kLaunchFailure, e.what());
   }
@@ -457,9 +491,27 @@ __attribute__((visibility("default"))) const char* hipGetErrorString(hipError_t 
 
 // ---- mockhip extras (not HIP): for tests and benchmarks ----
 
-/// Wave-instructions executed by all launches so far.
-__attribute__((visibility("default"))) uint64_t mockhip_instructions() {
-  return state().instructions;
+/// Launches recorded so far (see launch_records.h).
+__attribute__((visibility("default"))) size_t mockhip_launch_count() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.records.size();
+}
+
+/// Copies record i (oldest first) to *out; false when there is no record i.
+__attribute__((visibility("default"))) bool mockhip_launch_record(size_t i, mg::LaunchRecord* out) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!out || i >= s.records.size()) return false;
+  *out = s.records[i];
+  return true;
+}
+
+/// Forgets the recorded launches.
+__attribute__((visibility("default"))) void mockhip_clear_launch_records() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.records.clear();
 }
 
 }  // extern "C"

@@ -26,7 +26,48 @@ void unimplemented(Wave& w, const Inst& in) {
   w.fail(in, "opcode has no semantics in the emulator");
 }
 
+// Instruction classes by mnemonic prefix, first match wins; the rest go by encoding.
+constexpr std::pair<std::string_view, InstClass> kClassByPrefix[] = {
+    {"v_wmma_", InstClass::WMMA},      {"v_dot4_", InstClass::DOT4},
+    {"v_dot8_", InstClass::DOT4},      {"s_branch", InstClass::BRANCH},
+    {"s_cbranch_", InstClass::BRANCH}, {"s_setpc_", InstClass::BRANCH},
+    {"s_swappc_", InstClass::BRANCH},  {"s_waitcnt", InstClass::WAIT},
+    {"s_barrier", InstClass::WAIT},    {"s_nop", InstClass::WAIT},
+    {"s_delay_alu", InstClass::WAIT},  {"s_clause", InstClass::WAIT},
+    {"s_sendmsg", InstClass::WAIT},    {"s_set_inst_prefetch_distance", InstClass::WAIT},
+    {"s_setprio", InstClass::WAIT},    {"s_sleep", InstClass::WAIT},
+    {"s_icache_inv", InstClass::WAIT}, {"s_dcache_inv", InstClass::WAIT},
+    {"s_gl1_inv", InstClass::WAIT},    {"s_wait_idle", InstClass::WAIT},
+    {"buffer_gl", InstClass::WAIT},
+};
+
 }  // namespace
+
+InstClass inst_class(const Fields& f, std::string_view name) {
+  for (const auto& [prefix, cls] : kClassByPrefix)
+    if (name.substr(0, prefix.size()) == prefix) return cls;
+  switch (f.enc) {
+    case Enc::SMEM:
+      return InstClass::SMEM;
+    case Enc::DS:
+      return InstClass::LDS;
+    case Enc::FLAT:
+    case Enc::GLOBAL:
+    case Enc::SCRATCH:
+      return InstClass::VMEM;
+    case Enc::MUBUF:
+      return InstClass::WAIT;
+    case Enc::VOP1:
+    case Enc::VOP2:
+    case Enc::VOPC:
+    case Enc::VOP3:
+    case Enc::VOP3P:
+    case Enc::VOPDX:
+      return InstClass::VALU;
+    default:
+      return InstClass::SALU;
+  }
+}
 
 void Wave::fail(const Inst& in, std::string_view what) const {
   std::string name(in.name.empty() ? std::string_view("<unknown>") : in.name);
@@ -82,6 +123,7 @@ Program build_program(const uint8_t* text, size_t size, uint64_t text_address) {
     in.pc = static_cast<uint32_t>(wi * 4);
     in.name = in.enc == Enc::UNKNOWN ? std::string_view() : opcode_name(in.enc, in.op);
     in.fn = unimplemented;
+    in.cls = inst_class(in, in.name);
     if (in.enc == Enc::VOPDX) {
       if (vopd_supported(in.op, in.opy)) in.fn = exec_vopd;
     } else if (!in.name.empty()) {

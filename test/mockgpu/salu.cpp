@@ -72,6 +72,18 @@ void exec_nop(Wave&, const Inst&) {}
 void exec_endpgm(Wave& w, const Inst&) { w.done = true; }
 void exec_barrier(Wave& w, const Inst&) { w.at_barrier = true; }
 
+// Waits: every access completed at once, but a wait that finds vector loads outstanding is a
+// memory round trip the wave could not hide (a counter for the cost model's latency term).
+// Scalar loads (kernel arguments, uniform values) are taken to hit the scalar cache.
+void wait_for_vm(Wave& w, uint32_t allowed) {
+  if (w.pending_vm <= allowed) return;
+  w.pending_vm = allowed;
+  ++w.round_trips;
+}
+// s_waitcnt simm16 (gfx11): vmcnt [15:10], lgkmcnt [9:4], expcnt [2:0].
+void exec_waitcnt(Wave& w, const Inst& in) { wait_for_vm(w, in.simm16 >> 10 & 0x3f); }
+void exec_waitcnt_vmcnt(Wave& w, const Inst& in) { wait_for_vm(w, in.simm16); }
+
 void exec_getpc(Wave& w, const Inst& in) {
   write_sgpr64(w, in.sdst, w.dispatch->program->text_address + in.pc + 4);
 }
@@ -243,7 +255,6 @@ const std::vector<std::pair<const char*, SopkSpec>> kSopk = {
     SOPK("s_cmpk_lt_u32", false, scc = lo(d) < (k & 0xffff); return 0),
     SOPK("s_cmpk_le_u32", false, scc = lo(d) <= (k & 0xffff); return 0),
     SOPK("s_waitcnt_vscnt", false, return 0),
-    SOPK("s_waitcnt_vmcnt", false, return 0),
     SOPK("s_waitcnt_expcnt", false, return 0),
     SOPK("s_waitcnt_lgkmcnt", false, return 0),
 };
@@ -286,11 +297,13 @@ void register_salu(Registry& r) {
   r["s_cbranch_execnz"] = {exec_branch<cond_execnz>, nullptr};
   r["s_endpgm"] = {exec_endpgm, nullptr};
   r["s_barrier"] = {exec_barrier, nullptr};
+  r["s_waitcnt"] = {exec_waitcnt, nullptr};
+  r["s_waitcnt_vmcnt"] = {exec_waitcnt_vmcnt, nullptr};
   r["s_denorm_mode"] = {exec_denorm_mode, nullptr};
   r["s_round_mode"] = {exec_round_mode, nullptr};
   // Scheduling and cache hints: a functional emulator completes every access in order.
   for (const char* hint :
-       {"s_nop", "s_waitcnt", "s_delay_alu", "s_clause", "s_waitcnt_depctr", "s_sendmsg",
+       {"s_nop", "s_delay_alu", "s_clause", "s_waitcnt_depctr", "s_sendmsg",
         "s_set_inst_prefetch_distance", "s_setprio", "s_sleep", "s_icache_inv", "s_dcache_inv",
         "s_gl1_inv", "buffer_gl0_inv", "buffer_gl1_inv", "s_wait_idle"})
     r[hint] = {exec_nop, nullptr};

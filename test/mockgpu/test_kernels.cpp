@@ -11,11 +11,8 @@
 #include "base/env.h"
 #include "base/error.h"
 #include "base/float16.h"
-#include "runtime/amd/amd_compile.h"
-#include "runtime/amd/amd_kernargs.h"
-#include "runtime/amd/hip_device.h"
 #include "runtime/llvm_target.h"
-#include "test/mockgpu/mock_device.h"
+#include "test/mockgpu/mock_kernels.h"
 #include "test/runtime/test_llvm_kernels.h"
 
 using namespace ugrad;
@@ -23,25 +20,7 @@ namespace tk = ugrad::test_kernels;
 
 namespace {
 
-// The emulated device, which also compiles LLVM IR for gfx1100 and launches it.
-struct Mock : test::MockDevice {
-  struct Loaded {
-    AmdBinary bin;
-    std::unique_ptr<HipModule> module;
-  };
-  Loaded load(std::string_view ir, std::string_view name) {
-    Loaded l{amd_compile(dev->target(), ir, name), nullptr};
-    l.module = dev->load_module(l.bin.code_object);
-    return l;
-  }
-  void run(const Loaded& l, std::string_view name, std::array<uint32_t, 3> grid,
-           std::array<uint32_t, 3> block, std::vector<uint64_t> bufs,
-           std::vector<uint64_t> scalars = {}) {
-    const AmdKernelInfo& k = l.bin.info.kernel(name);
-    std::vector<uint8_t> args = pack_kernargs(k, bufs, scalars);
-    dev->launch(l.module->function(name), grid, block, args);
-  }
-};
+using test::Mock;
 
 std::vector<float> random_floats(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);

@@ -1,0 +1,66 @@
+// Per-launch counters of the emulator, for the cost model (cost_model.h) and for tests and
+// benchmarks: wave instructions by class, global bytes, 128-byte lines per vector memory
+// instruction (coalescing), LDS bank cycles, exposed memory round trips, and the resources the
+// kernel descriptor asks for. Plain data: a record crosses the libmockhip.so C boundary as is.
+#pragma once
+#include <cstdint>
+
+namespace ugrad::mockgpu {
+
+/// What a wave instruction occupies. Waits and hints: s_waitcnt*, s_barrier, s_nop, s_delay_alu,
+/// s_clause and the other scheduling/cache hints.
+enum class InstClass : uint8_t { VALU, SALU, VMEM, SMEM, LDS, WMMA, DOT4, BRANCH, WAIT, COUNT };
+inline constexpr int kInstClasses = static_cast<int>(InstClass::COUNT);
+inline constexpr const char* kInstClassNames[kInstClasses] = {
+    "VALU", "SALU", "VMEM", "SMEM", "LDS", "WMMA", "DOT4", "BRANCH", "WAIT"};
+
+/// Cache line and LDS geometry the counters use (docs/rdna3.md, "Card facts for a cost model").
+inline constexpr uint64_t kLineBytes = 128;
+inline constexpr int kLdsBanks = 64;  // 4-byte banks
+
+/// Counters of one launch. Event counts cover the emulated workgroups only; a sampled launch
+/// (emulated < workgroups) is scaled by the cost model (scale()).
+struct LaunchCounters {
+  uint32_t grid[3] = {1, 1, 1};
+  uint32_t block[3] = {1, 1, 1};
+  uint64_t workgroups = 0;           // in the grid
+  uint64_t workgroups_emulated = 0;  // actually run (all of them unless sampled)
+  uint64_t waves_emulated = 0;
+  uint64_t inst[kInstClasses] = {};  // wave instructions by class
+  uint64_t global_bytes_read = 0;    // global/flat vector loads and atomics, active lanes
+  uint64_t global_bytes_written = 0;
+  uint64_t smem_bytes_read = 0;       // scalar loads (kernarg, uniform data)
+  uint64_t vmem_line_requests = 0;    // sum over global/flat instructions of distinct 128 B lines
+  uint64_t vmem_distinct_lines = 0;   // distinct 128 B lines over the launch (DRAM footprint)
+  uint64_t lds_cycles = 0;            // sum over DS instructions of their bank cycles
+  uint64_t lds_conflict_cycles = 0;   // of which cycles beyond the conflict-free minimum
+  uint64_t round_trips = 0;           // waits on outstanding vector memory loads, all waves
+  uint64_t max_wave_round_trips = 0;  // the most any one wave waited
+  uint64_t max_wave_instructions = 0;
+  // From the kernel descriptor and code object metadata.
+  uint32_t vgprs = 0;  // per lane, as granulated in the descriptor
+  uint32_t sgprs = 0;
+  uint32_t lds_bytes = 0;      // per workgroup (static + dynamic)
+  uint32_t scratch_bytes = 0;  // per lane
+
+  uint64_t threads_per_group() const { return uint64_t{block[0]} * block[1] * block[2]; }
+  uint64_t waves_per_group() const { return (threads_per_group() + 31) / 32; }
+  /// Factor from emulated to whole-launch event counts (1 unless sampled).
+  double scale() const {
+    return workgroups_emulated ? static_cast<double>(workgroups) / workgroups_emulated : 0.0;
+  }
+  uint64_t instructions() const {
+    uint64_t n = 0;
+    for (uint64_t c : inst) n += c;
+    return n;
+  }
+  uint64_t count(InstClass c) const { return inst[static_cast<int>(c)]; }
+};
+
+/// One launch as libmockhip.so records it.
+struct LaunchRecord {
+  char kernel[128] = {};  // truncated, NUL-terminated
+  LaunchCounters counters;
+};
+
+}  // namespace ugrad::mockgpu

@@ -1,0 +1,343 @@
+// Per-launch counters, sampling and the RX 7900 XTX cost model on kernels whose answer is known:
+// a large copy models at the memory bandwidth, a WMMA loop at the WMMA peak, a chain of dependent
+// loads at the memory latency; uncoalesced loads, bank conflicts, few workgroups and low
+// occupancy must come out slow.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "base/float16.h"
+#include "test/mockgpu/cost_model.h"
+#include "test/mockgpu/launch_records.h"
+#include "test/mockgpu/mock_kernels.h"
+
+using namespace ugrad;
+using mockgpu::InstClass;
+using mockgpu::LaunchCounters;
+using mockgpu::ModeledTime;
+using test::Mock;
+using test::ScopedEnv;
+
+namespace {
+
+constexpr const char* kDecls = R"(
+declare i32 @llvm.amdgcn.workitem.id.x()
+declare i32 @llvm.amdgcn.workgroup.id.x()
+attributes #0 = { "amdgpu-flat-work-group-size"="1,256" }
+)";
+
+// Work-item g of `total` copies out[g + j*total] = a[(g + j*total) * stride], j < iters.
+constexpr const char* kCopy = R"(
+define amdgpu_kernel void @C_copy(ptr addrspace(1) noalias nocapture writeonly align 4 %out,
+    ptr addrspace(1) noalias nocapture readonly align 4 %a, i32 %stride, i32 %iters,
+    i32 %total) #0 {
+entry:
+  %tid = call i32 @llvm.amdgcn.workitem.id.x()
+  %wg = call i32 @llvm.amdgcn.workgroup.id.x()
+  %base = mul i32 %wg, 256
+  %g = add i32 %base, %tid
+  br label %loop
+loop:
+  %j = phi i32 [ 0, %entry ], [ %j1, %loop ]
+  %jt = mul i32 %j, %total
+  %idx = add i32 %g, %jt
+  %src = mul i32 %idx, %stride
+  %si = zext i32 %src to i64
+  %oi = zext i32 %idx to i64
+  %pa = getelementptr inbounds float, ptr addrspace(1) %a, i64 %si
+  %po = getelementptr inbounds float, ptr addrspace(1) %out, i64 %oi
+  %v = load float, ptr addrspace(1) %pa, align 4
+  store float %v, ptr addrspace(1) %po, align 4
+  %j1 = add i32 %j, 1
+  %done = icmp eq i32 %j1, %iters
+  br i1 %done, label %exit, label %loop
+exit:
+  ret void
+}
+)";
+
+// Lane l follows next[] `steps` times from l: every load's address is the previous load's value.
+constexpr const char* kChase = R"(
+define amdgpu_kernel void @L_chase(ptr addrspace(1) noalias %out, ptr addrspace(1) noalias %next,
+    i32 %steps) #0 {
+entry:
+  %tid = call i32 @llvm.amdgcn.workitem.id.x()
+  br label %loop
+loop:
+  %j = phi i32 [ 0, %entry ], [ %j1, %loop ]
+  %i = phi i32 [ %tid, %entry ], [ %n, %loop ]
+  %ii = zext i32 %i to i64
+  %p = getelementptr inbounds i32, ptr addrspace(1) %next, i64 %ii
+  %n = load i32, ptr addrspace(1) %p, align 4
+  %j1 = add i32 %j, 1
+  %done = icmp eq i32 %j1, %steps
+  br i1 %done, label %exit, label %loop
+exit:
+  %ti = zext i32 %tid to i64
+  %po = getelementptr inbounds i32, ptr addrspace(1) %out, i64 %ti
+  store i32 %n, ptr addrspace(1) %po, align 4
+  ret void
+}
+)";
+
+// Each wave accumulates `iters` 16x16x16 f16 WMMAs of its A and B fragments.
+constexpr const char* kWmmaLoop = R"(
+declare <8 x float> @llvm.amdgcn.wmma.f32.16x16x16.f16.v8f32.v16f16(<16 x half>, <16 x half>, <8 x float>)
+define amdgpu_kernel void @W_loop(ptr addrspace(1) noalias %d, ptr addrspace(1) noalias %a,
+    ptr addrspace(1) noalias %b, i32 %iters) #0 {
+entry:
+  %tid = call i32 @llvm.amdgcn.workitem.id.x()
+  %wg = call i32 @llvm.amdgcn.workgroup.id.x()
+  %lane = and i32 %tid, 31
+  %l = zext i32 %lane to i64
+  %pa = getelementptr inbounds <16 x half>, ptr addrspace(1) %a, i64 %l
+  %pb = getelementptr inbounds <16 x half>, ptr addrspace(1) %b, i64 %l
+  %va = load <16 x half>, ptr addrspace(1) %pa, align 32
+  %vb = load <16 x half>, ptr addrspace(1) %pb, align 32
+  br label %loop
+loop:
+  %j = phi i32 [ 0, %entry ], [ %j1, %loop ]
+  %acc = phi <8 x float> [ zeroinitializer, %entry ], [ %acc1, %loop ]
+  %acc1 = call <8 x float> @llvm.amdgcn.wmma.f32.16x16x16.f16.v8f32.v16f16(<16 x half> %va, <16 x half> %vb, <8 x float> %acc)
+  %j1 = add i32 %j, 1
+  %done = icmp eq i32 %j1, %iters
+  br i1 %done, label %exit, label %loop
+exit:
+  %base = mul i32 %wg, 64
+  %g = add i32 %base, %tid
+  %gi = zext i32 %g to i64
+  %pd = getelementptr inbounds <8 x float>, ptr addrspace(1) %d, i64 %gi
+  store <8 x float> %acc1, ptr addrspace(1) %pd, align 32
+  ret void
+}
+)";
+
+// Each lane stores to and loads from LDS word (tid * stride) % 4096, `iters` times.
+constexpr const char* kLdsStride = R"(
+@buf = internal addrspace(3) global [4096 x i32] poison, align 16
+define amdgpu_kernel void @B_lds(ptr addrspace(1) noalias %out, i32 %stride, i32 %iters) #0 {
+entry:
+  %tid = call i32 @llvm.amdgcn.workitem.id.x()
+  %wg = call i32 @llvm.amdgcn.workgroup.id.x()
+  %s = mul i32 %tid, %stride
+  %slot = and i32 %s, 4095
+  %p = getelementptr inbounds [4096 x i32], ptr addrspace(3) @buf, i32 0, i32 %slot
+  br label %loop
+loop:
+  %j = phi i32 [ 0, %entry ], [ %j1, %loop ]
+  %acc = phi i32 [ 0, %entry ], [ %acc1, %loop ]
+  store volatile i32 %j, ptr addrspace(3) %p, align 4
+  %x = load volatile i32, ptr addrspace(3) %p, align 4
+  %acc1 = add i32 %acc, %x
+  %j1 = add i32 %j, 1
+  %done = icmp eq i32 %j1, %iters
+  br i1 %done, label %exit, label %loop
+exit:
+  %base = mul i32 %wg, 64
+  %g = add i32 %base, %tid
+  %gi = zext i32 %g to i64
+  %po = getelementptr inbounds i32, ptr addrspace(1) %out, i64 %gi
+  store i32 %acc1, ptr addrspace(1) %po, align 4
+  ret void
+}
+)";
+
+LaunchCounters last() { return mockgpu::last_launch_counters(UGRAD_MOCKHIP_LIB); }
+
+// C_copy of `groups` x 256 work-items, `iters` elements each, reading with `stride`.
+LaunchCounters copy(uint32_t groups, uint32_t iters, uint32_t stride) {
+  Mock m;
+  auto k = m.load(std::string(kDecls) + kCopy, "C_copy");
+  const uint64_t total = uint64_t{groups} * 256, n = total * iters;
+  void* a = m.dev->allocate(n * stride * 4);
+  void* out = m.dev->allocate(n * 4);
+  m.buffers.push_back(a);
+  m.buffers.push_back(out);
+  m.run(k, "C_copy", {groups, 1, 1}, {256, 1, 1},
+        {reinterpret_cast<uint64_t>(out), reinterpret_cast<uint64_t>(a)}, {stride, iters, total});
+  return last();
+}
+
+LaunchCounters lds_loop(uint32_t stride) {
+  Mock m;
+  auto k = m.load(std::string(kDecls) + kLdsStride, "B_lds");
+  uint64_t out = m.upload(std::vector<int32_t>(96 * 64));
+  m.run(k, "B_lds", {96, 1, 1}, {64, 1, 1}, {out}, {stride, 128});
+  std::vector<int32_t> got = m.download<int32_t>(out, 96 * 64);
+  CHECK(got[5] == 127 * 128 / 2);  // sum of 0..127
+  return last();
+}
+
+}  // namespace
+
+TEST_CASE("counters of a copy: instruction classes, bytes, lines, occupancy, records") {
+  Mock m;  // opens libmockhip.so before the records are cleared
+  mockgpu::clear_launch_records(UGRAD_MOCKHIP_LIB);
+  const LaunchCounters c = copy(16, 1, 1);
+  CHECK(mockgpu::launch_records(UGRAD_MOCKHIP_LIB).size() == 1);
+  CHECK(std::string(mockgpu::launch_records(UGRAD_MOCKHIP_LIB)[0].kernel) == "C_copy");
+  const uint64_t waves = 16 * 8;
+  CHECK(c.workgroups == 16);
+  CHECK(c.workgroups_emulated == 16);
+  CHECK(c.waves_emulated == waves);
+  CHECK(c.count(InstClass::VMEM) == 2 * waves);  // one load, one store per wave
+  CHECK(c.count(InstClass::VALU) > 0);
+  CHECK(c.count(InstClass::SMEM) >= waves);  // kernarg
+  CHECK(c.count(InstClass::WAIT) >= waves);
+  CHECK(c.count(InstClass::WMMA) == 0);
+  CHECK(c.global_bytes_read == 16 * 256 * 4);
+  CHECK(c.global_bytes_written == 16 * 256 * 4);
+  CHECK(c.vmem_line_requests == 2 * waves);  // 32 lanes x 4 B = one 128 B line
+  CHECK(c.vmem_distinct_lines == 2 * waves);
+  CHECK(c.max_wave_round_trips == 1);
+  CHECK(c.vgprs >= 8);
+  CHECK(c.vgprs % 8 == 0);
+  CHECK(c.sgprs > 0);
+  CHECK(mockgpu::waves_per_simd(c) == 16);
+  const std::string line = mockgpu::describe_launch("C_copy", c, mockgpu::model_launch(c));
+  CHECK(line.find("MODELED") != std::string::npos);
+  CHECK(line.find("cost model v1, not measured") != std::string::npos);
+}
+
+TEST_CASE("DEBUG=2: libmockhip prints each launch's MODELED time on stderr") {
+  char path[] = "/tmp/mockgpu_debug_XXXXXX";
+  const int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  {
+    ScopedEnv debug("DEBUG", "2");
+    std::fflush(stderr);
+    const int saved = dup(2);
+    dup2(fd, 2);
+    copy(4, 1, 1);
+    std::fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+  }
+  close(fd);
+  std::ifstream f(path);
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::remove(path);
+  CHECK(text.find("mockgpu: C_copy MODELED ") != std::string::npos);
+  CHECK(text.find("(cost model v1, not measured)") != std::string::npos);
+  CHECK(text.find("% of 960 GB/s") != std::string::npos);
+}
+
+TEST_CASE("a sampled launch scales to the counters of the whole launch") {
+  const LaunchCounters full = copy(64, 1, 1);
+  ScopedEnv sample("MOCKGPU_SAMPLE", "8");
+  const LaunchCounters part = copy(64, 1, 1);
+  CHECK(part.workgroups == 64);
+  CHECK(part.workgroups_emulated == 8);
+  CHECK(part.scale() == 8.0);
+  const ModeledTime a = mockgpu::model_launch(full), b = mockgpu::model_launch(part);
+  CHECK(b.dram_bytes == doctest::Approx(a.dram_bytes));
+  CHECK(b.useful_bytes == doctest::Approx(a.useful_bytes));
+  CHECK(b.seconds == doctest::Approx(a.seconds).epsilon(0.01));
+}
+
+TEST_CASE("cost model: a large copy models at the memory bandwidth") {
+  ScopedEnv sample("MOCKGPU_SAMPLE", "64");
+  const LaunchCounters c = copy(16384, 1, 1);  // 16 MiB read, 16 MiB written
+  const ModeledTime t = mockgpu::model_launch(c);
+  MESSAGE(mockgpu::describe_launch("C_copy", c, t));
+  CHECK(std::string(t.bound) == "memory");
+  CHECK(t.dram_bytes == doctest::Approx(32.0 * (1 << 20)));
+  CHECK(t.bandwidth_fraction > 0.85);
+  CHECK(t.bandwidth_fraction < 1.0);
+}
+
+TEST_CASE("cost model: a WMMA loop models at the WMMA peak") {
+  Mock m;
+  ScopedEnv sample("MOCKGPU_SAMPLE", "32");
+  auto k = m.load(std::string(kDecls) + kWmmaLoop, "W_loop");
+  const uint32_t groups = 768, iters = 256;  // 1536 waves
+  std::vector<uint16_t> frag(32 * 16, float_to_half(0.5f));
+  uint64_t d = m.upload(std::vector<float>(groups * 64 * 8)), a = m.upload(frag),
+           b = m.upload(frag);
+  m.run(k, "W_loop", {groups, 1, 1}, {64, 1, 1}, {d, a, b}, {iters});
+  const LaunchCounters c = last();
+  CHECK(c.count(InstClass::WMMA) * static_cast<uint64_t>(c.scale()) == 1536ull * iters);
+  const ModeledTime t = mockgpu::model_launch(c);
+  MESSAGE(mockgpu::describe_launch("W_loop", c, t));
+  CHECK(std::string(t.bound) == "issue");
+  const double flops = 1536.0 * iters * 16 * 16 * 16 * 2;
+  CHECK(flops / (t.seconds - t.overhead_s) == doctest::Approx(122.9e12).epsilon(0.05));
+  // One sampled workgroup's result: 16 products of 0.5 * 0.5 per WMMA.
+  std::vector<float> got = m.download<float>(d, 8);
+  CHECK(got[0] == iters * 16 * 0.25f);
+}
+
+TEST_CASE("cost model: a chain of dependent loads models at the memory latency") {
+  Mock m;
+  auto k = m.load(std::string(kDecls) + kChase, "L_chase");
+  std::vector<int32_t> next(32);
+  for (int i = 0; i < 32; ++i) next[i] = (i + 1) % 32;
+  const int steps = 64;
+  uint64_t out = m.upload(std::vector<int32_t>(32)), pn = m.upload(next);
+  m.run(k, "L_chase", {1, 1, 1}, {32, 1, 1}, {out, pn}, {steps});
+  CHECK(m.download<int32_t>(out, 1)[0] == steps % 32);
+  const LaunchCounters c = last();
+  const ModeledTime t = mockgpu::model_launch(c);
+  MESSAGE(mockgpu::describe_launch("L_chase", c, t));
+  CHECK(c.max_wave_round_trips == steps);
+  CHECK(std::string(t.bound) == "latency");
+  const mockgpu::CardModel card;
+  CHECK(t.seconds - t.overhead_s == doctest::Approx(steps * card.memory_latency_s).epsilon(0.05));
+}
+
+TEST_CASE("cost model negative control: uncoalesced loads are slow") {
+  ScopedEnv sample("MOCKGPU_SAMPLE", "16");
+  const LaunchCounters near = copy(1024, 1, 1), far = copy(1024, 1, 32);
+  const ModeledTime tn = mockgpu::model_launch(near), tf = mockgpu::model_launch(far);
+  MESSAGE(mockgpu::describe_launch("C_copy stride 1", near, tn));
+  MESSAGE(mockgpu::describe_launch("C_copy stride 32", far, tf));
+  // The load touches 32 lines instead of 1; the store stays coalesced.
+  CHECK(far.vmem_line_requests == 33 * far.count(InstClass::VMEM) / 2);
+  CHECK(tf.seconds > 5 * tn.seconds);
+  CHECK(tf.bandwidth_fraction < 0.1);
+}
+
+TEST_CASE("cost model negative control: LDS bank conflicts are slow") {
+  const LaunchCounters flat = lds_loop(1), conflicted = lds_loop(64);
+  CHECK(flat.lds_conflict_cycles == 0);
+  // 64 lanes x 64 words apart: all 32 lanes of a wave in one bank, 31 extra cycles per access.
+  CHECK(conflicted.lds_conflict_cycles == 31 * conflicted.count(InstClass::LDS));
+  const ModeledTime tf = mockgpu::model_launch(flat), tc = mockgpu::model_launch(conflicted);
+  MESSAGE(mockgpu::describe_launch("B_lds stride 1", flat, tf));
+  MESSAGE(mockgpu::describe_launch("B_lds stride 64", conflicted, tc));
+  CHECK(std::string(tc.bound) == "lds");
+  CHECK(tc.seconds - tc.overhead_s > 4 * (tf.seconds - tf.overhead_s));
+}
+
+TEST_CASE("cost model negative control: fewer workgroups than CUs are slow") {
+  ScopedEnv sample("MOCKGPU_SAMPLE", "4");
+  const LaunchCounters wide = copy(1024, 1, 1), narrow = copy(8, 128, 1);
+  CHECK(wide.global_bytes_read * wide.scale() == narrow.global_bytes_read * narrow.scale());
+  const ModeledTime tw = mockgpu::model_launch(wide), tn = mockgpu::model_launch(narrow);
+  MESSAGE(mockgpu::describe_launch("C_copy 1024 workgroups", wide, tw));
+  MESSAGE(mockgpu::describe_launch("C_copy 8 workgroups", narrow, tn));
+  CHECK(std::string(tn.bound) == "latency");
+  CHECK(tn.seconds > 2 * tw.seconds);
+}
+
+TEST_CASE("cost model negative control: low occupancy (VGPRs, LDS) is slow") {
+  ScopedEnv sample("MOCKGPU_SAMPLE", "64");
+  const LaunchCounters c = copy(16384, 1, 1);
+  LaunchCounters fat = c, lds = c;
+  fat.vgprs = 256;  // 1536 / 264 (granule 24): 5 waves per SIMD
+  CHECK(mockgpu::waves_per_simd(fat) == 5);
+  lds.lds_bytes = 65536;  // one 8-wave workgroup per CU: 4 waves per SIMD
+  CHECK(mockgpu::waves_per_simd(lds) == 4);
+  lds.block[0] = 64;  // one 2-wave workgroup per CU: 1 wave per SIMD
+  CHECK(mockgpu::waves_per_simd(lds) == 1);
+  const ModeledTime t = mockgpu::model_launch(c), tf = mockgpu::model_launch(fat);
+  MESSAGE(mockgpu::describe_launch("C_copy at 256 VGPRs", fat, tf));
+  CHECK(std::string(tf.bound) == "latency");
+  CHECK(tf.seconds > 1.5 * t.seconds);
+}
