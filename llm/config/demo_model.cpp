@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -156,18 +157,21 @@ void check_options(const DemoModelOptions& o, size_t n_tokens) {
 // Adds a tensor of normal(mean, std) values in `type`, generated and quantized row by row so a
 // large model never holds its weights as f32.
 void add_random(GgufWriter& w, const std::string& name, std::vector<uint64_t> dims, GgmlType type,
-                double mean, double std, uint64_t seed) {
+                double mean, double std, const DemoModelOptions& o) {
   uint64_t n_rows = 1;
   for (size_t i = 1; i < dims.size(); ++i) n_rows *= dims[i];
   const int64_t row_len = static_cast<int64_t>(dims[0]);
   const size_t row_size = row_bytes(type, row_len);
-  Rng rng = tensor_rng(seed, name);
+  Rng rng = tensor_rng(o.seed, name);
   std::vector<float> row(dims[0]);
   std::vector<uint8_t> bytes(row_size * n_rows);
-  for (uint64_t r = 0; r < n_rows; ++r) {
+  const uint64_t drawn = o.distinct_rows ? std::min<uint64_t>(o.distinct_rows, n_rows) : n_rows;
+  for (uint64_t r = 0; r < drawn; ++r) {
     for (float& v : row) v = static_cast<float>(mean + std * rng.normal());
     quantize(type, row, std::span<uint8_t>(bytes).subspan(r * row_size, row_size));
   }
+  for (uint64_t r = drawn; r < n_rows; ++r)  // the drawn rows repeated
+    std::memcpy(bytes.data() + r * row_size, bytes.data() + (r % drawn) * row_size, row_size);
   w.add_tensor(name, std::move(dims), type, std::move(bytes));
 }
 
@@ -182,8 +186,8 @@ void add_f32(GgufWriter& w, const std::string& name, uint64_t n, uint64_t seed, 
   w.add_tensor(name, {n}, GgmlType::F32, std::move(bytes));
 }
 
-void add_norm(GgufWriter& w, const std::string& name, uint64_t n, uint64_t seed) {
-  add_random(w, name, {n}, GgmlType::F32, 1.0, kNormJitter, seed);
+void add_norm(GgufWriter& w, const std::string& name, uint64_t n, const DemoModelOptions& o) {
+  add_random(w, name, {n}, GgmlType::F32, 1.0, kNormJitter, o);
 }
 
 void write_tokenizer(GgufWriter& w, const VocabData& vocab, const DemoModelOptions& o) {
@@ -335,12 +339,12 @@ void add_attention(GgufWriter& w, const DemoModelOptions& o, uint32_t i, bool ga
                  kv_dim = uint64_t{o.n_kv_heads} * o.head_dim;
   const GgmlType wt = o.weight_type;
   const auto name = [&](std::string_view role) { return layer_tensor_name(i, role); };
-  add_random(w, name("attn_q"), {dim, (gated ? 2 : 1) * q_dim}, wt, 0.0, fan_in_std(dim), o.seed);
-  add_random(w, name("attn_k"), {dim, kv_dim}, wt, 0.0, fan_in_std(dim), o.seed);
-  add_random(w, name("attn_v"), {dim, kv_dim}, wt, 0.0, fan_in_std(dim), o.seed);
-  add_random(w, name("attn_output"), {q_dim, dim}, wt, 0.0, fan_in_std(q_dim), o.seed);
-  add_norm(w, name("attn_q_norm"), o.head_dim, o.seed);
-  add_norm(w, name("attn_k_norm"), o.head_dim, o.seed);
+  add_random(w, name("attn_q"), {dim, (gated ? 2 : 1) * q_dim}, wt, 0.0, fan_in_std(dim), o);
+  add_random(w, name("attn_k"), {dim, kv_dim}, wt, 0.0, fan_in_std(dim), o);
+  add_random(w, name("attn_v"), {dim, kv_dim}, wt, 0.0, fan_in_std(dim), o);
+  add_random(w, name("attn_output"), {q_dim, dim}, wt, 0.0, fan_in_std(q_dim), o);
+  add_norm(w, name("attn_q_norm"), o.head_dim, o);
+  add_norm(w, name("attn_k_norm"), o.head_dim, o);
 }
 
 // Gated DeltaNet tensors of one block (docs/qwen.md#qwen35-tensors). The conv taps, dt_bias and
@@ -352,17 +356,17 @@ void add_gdn(GgufWriter& w, const DemoModelOptions& o, uint32_t i) {
   const uint64_t conv_dim = 2 * uint64_t{o.ssm_key_heads} * o.ssm_key_head_dim + value_dim;
   const GgmlType wt = o.weight_type;
   const auto name = [&](std::string_view role) { return layer_tensor_name(i, role); };
-  add_random(w, name("attn_qkv"), {dim, conv_dim}, wt, 0.0, fan_in_std(dim), o.seed);
-  add_random(w, name("attn_gate"), {dim, value_dim}, wt, 0.0, fan_in_std(dim), o.seed);
+  add_random(w, name("attn_qkv"), {dim, conv_dim}, wt, 0.0, fan_in_std(dim), o);
+  add_random(w, name("attn_gate"), {dim, value_dim}, wt, 0.0, fan_in_std(dim), o);
   add_random(w, name("ssm_conv1d"), {o.conv_kernel, conv_dim}, GgmlType::F32, 0.0,
-             fan_in_std(o.conv_kernel), o.seed);
+             fan_in_std(o.conv_kernel), o);
   add_f32(w, fmt::format("blk.{}.ssm_dt.bias", i), hv, o.seed, [](double r) { return r; });
   add_f32(w, fmt::format("blk.{}.ssm_a", i), hv, o.seed,
           [](double r) { return -std::exp(kALogMean + kALogStd * r); });
-  add_random(w, name("ssm_beta"), {dim, hv}, wt, 0.0, fan_in_std(dim), o.seed);
-  add_random(w, name("ssm_alpha"), {dim, hv}, wt, 0.0, fan_in_std(dim), o.seed);
-  add_norm(w, name("ssm_norm"), o.ssm_value_head_dim, o.seed);
-  add_random(w, name("ssm_out"), {value_dim, dim}, wt, 0.0, fan_in_std(value_dim), o.seed);
+  add_random(w, name("ssm_beta"), {dim, hv}, wt, 0.0, fan_in_std(dim), o);
+  add_random(w, name("ssm_alpha"), {dim, hv}, wt, 0.0, fan_in_std(dim), o);
+  add_norm(w, name("ssm_norm"), o.ssm_value_head_dim, o);
+  add_random(w, name("ssm_out"), {value_dim, dim}, wt, 0.0, fan_in_std(value_dim), o);
 }
 
 // Dense SwiGLU, or router + experts (+ shared expert and its gate for qwen35moe)
@@ -373,35 +377,35 @@ void add_ffn(GgufWriter& w, const DemoModelOptions& o, uint32_t i) {
   const auto name = [&](std::string_view role) { return layer_tensor_name(i, role); };
   if (o.arch == ModelArch::kQwen3 || o.arch == ModelArch::kQwen35) {
     const uint64_t ffn = o.ffn_dim;
-    add_random(w, name("ffn_gate"), {dim, ffn}, wt, 0.0, fan_in_std(dim), o.seed);
-    add_random(w, name("ffn_up"), {dim, ffn}, wt, 0.0, fan_in_std(dim), o.seed);
-    add_random(w, name("ffn_down"), {ffn, dim}, wt, 0.0, fan_in_std(ffn), o.seed);
+    add_random(w, name("ffn_gate"), {dim, ffn}, wt, 0.0, fan_in_std(dim), o);
+    add_random(w, name("ffn_up"), {dim, ffn}, wt, 0.0, fan_in_std(dim), o);
+    add_random(w, name("ffn_down"), {ffn, dim}, wt, 0.0, fan_in_std(ffn), o);
     return;
   }
   const uint64_t e = o.n_experts, f = o.expert_ffn_dim, s = o.shared_ffn_dim;
-  add_random(w, name("ffn_gate_inp"), {dim, e}, GgmlType::F32, 0.0, fan_in_std(dim), o.seed);
-  add_random(w, name("ffn_gate_exps"), {dim, f, e}, wt, 0.0, fan_in_std(dim), o.seed);
-  add_random(w, name("ffn_up_exps"), {dim, f, e}, wt, 0.0, fan_in_std(dim), o.seed);
-  add_random(w, name("ffn_down_exps"), {f, dim, e}, wt, 0.0, fan_in_std(f), o.seed);
+  add_random(w, name("ffn_gate_inp"), {dim, e}, GgmlType::F32, 0.0, fan_in_std(dim), o);
+  add_random(w, name("ffn_gate_exps"), {dim, f, e}, wt, 0.0, fan_in_std(dim), o);
+  add_random(w, name("ffn_up_exps"), {dim, f, e}, wt, 0.0, fan_in_std(dim), o);
+  add_random(w, name("ffn_down_exps"), {f, dim, e}, wt, 0.0, fan_in_std(f), o);
   if (o.arch != ModelArch::kQwen35Moe) return;
-  add_random(w, name("ffn_gate_shexp"), {dim, s}, wt, 0.0, fan_in_std(dim), o.seed);
-  add_random(w, name("ffn_up_shexp"), {dim, s}, wt, 0.0, fan_in_std(dim), o.seed);
-  add_random(w, name("ffn_down_shexp"), {s, dim}, wt, 0.0, fan_in_std(s), o.seed);
-  add_random(w, name("ffn_gate_inp_shexp"), {dim}, GgmlType::F32, 0.0, fan_in_std(dim), o.seed);
+  add_random(w, name("ffn_gate_shexp"), {dim, s}, wt, 0.0, fan_in_std(dim), o);
+  add_random(w, name("ffn_up_shexp"), {dim, s}, wt, 0.0, fan_in_std(dim), o);
+  add_random(w, name("ffn_down_shexp"), {s, dim}, wt, 0.0, fan_in_std(s), o);
+  add_random(w, name("ffn_gate_inp_shexp"), {dim}, GgmlType::F32, 0.0, fan_in_std(dim), o);
 }
 
 // An MTP block (docs/qwen.md#qwen35-tensors): a full-attention block plus the nextn projection
 // and norms. Readers skip it; it is here so that they are tested to.
 void add_mtp_block(GgufWriter& w, const DemoModelOptions& o, uint32_t i) {
   const uint64_t dim = o.dim;
-  add_norm(w, layer_tensor_name(i, "attn_norm"), dim, o.seed);
+  add_norm(w, layer_tensor_name(i, "attn_norm"), dim, o);
   add_attention(w, o, i, /*gated=*/true);
-  add_norm(w, layer_tensor_name(i, "post_attention_norm"), dim, o.seed);
+  add_norm(w, layer_tensor_name(i, "post_attention_norm"), dim, o);
   add_ffn(w, o, i);
   add_random(w, layer_tensor_name(i, "nextn.eh_proj"), {2 * dim, dim}, o.weight_type, 0.0,
-             fan_in_std(2 * dim), o.seed);
-  add_norm(w, layer_tensor_name(i, "nextn.enorm"), dim, o.seed);
-  add_norm(w, layer_tensor_name(i, "nextn.hnorm"), dim, o.seed);
+             fan_in_std(2 * dim), o);
+  add_norm(w, layer_tensor_name(i, "nextn.enorm"), dim, o);
+  add_norm(w, layer_tensor_name(i, "nextn.hnorm"), dim, o);
 }
 
 // The {arch}.* keys of the hybrid and MoE architectures (docs/qwen.md#qwen35-metadata).
@@ -476,23 +480,23 @@ GgufWriter build_demo_model(const DemoModelOptions& o) {
   if (o.arch != ModelArch::kQwen3) write_arch_keys(w, o, arch);
   write_tokenizer(w, vocab, o);
 
-  add_random(w, "token_embd.weight", {dim, n_vocab}, wt, 0.0, fan_in_std(dim), o.seed);
+  add_random(w, "token_embd.weight", {dim, n_vocab}, wt, 0.0, fan_in_std(dim), o);
   // qwen35* name the pre-FFN norm post_attention_norm (docs/qwen.md#qwen35-tensors).
   const std::string_view ffn_norm = hybrid ? "post_attention_norm" : "ffn_norm";
   for (uint32_t i = 0; i < o.n_layers; ++i) {
-    add_norm(w, layer_tensor_name(i, "attn_norm"), dim, o.seed);
+    add_norm(w, layer_tensor_name(i, "attn_norm"), dim, o);
     if (hybrid && (i + 1) % o.full_attention_interval != 0) {
       add_gdn(w, o, i);
     } else {
       add_attention(w, o, i, hybrid);
     }
-    add_norm(w, layer_tensor_name(i, ffn_norm), dim, o.seed);
+    add_norm(w, layer_tensor_name(i, ffn_norm), dim, o);
     add_ffn(w, o, i);
   }
   for (uint32_t i = o.n_layers; i < n_blocks; ++i) add_mtp_block(w, o, i);
-  add_norm(w, "output_norm.weight", dim, o.seed);
+  add_norm(w, "output_norm.weight", dim, o);
   if (!o.tied_output) {
-    add_random(w, "output.weight", {dim, n_vocab}, wt, 0.0, fan_in_std(dim), o.seed);
+    add_random(w, "output.weight", {dim, n_vocab}, wt, 0.0, fan_in_std(dim), o);
   }
   return w;
 }

@@ -35,6 +35,10 @@ struct DemoModelOptions {
   /// No output.weight: logits use token_embd (as Qwen3-0.6B/1.7B/4B).
   bool tied_output = true;
   uint64_t seed = 0;
+  /// 0: every row of every tensor drawn. n: only n rows per tensor drawn and quantized, repeated
+  /// over the rest: writes benchmark models of real size in seconds (kernel timings do not depend
+  /// on the values; the model's outputs are then meaningless).
+  uint32_t distinct_rows = 0;
 
   // qwen35 / qwen35moe only.
   /// Rotated dims per head; 0 means head_dim / 4 (Qwen3.5's partial_rotary_factor 0.25).

@@ -1,0 +1,204 @@
+// Modeled AMD speed of the generic path: one decode step and one 32-token prefill chunk of
+// Qwen3-0.6B (Q8_0), Qwen3-8B (Q4_K) and Qwen3.6-27B (IQ4_XS, hybrid) shapes, run as gfx1100 code
+// on the emulator (test/mockgpu) and timed by its cost model of an RX 7900 XTX. MODELED, not
+// measured: no AMD card runs here (docs/rdna3.md, "Cost model").
+//
+// The emulator is slow, so it runs one unit of layers with real dimensions (a layer; for the
+// hybrid, a group of three Gated DeltaNet layers and one attention layer) and two units, and
+// scales by the unit count: unit = T(2 units) - T(1 unit), the rest of the step (embedding rows,
+// final norm) = T(1 unit) - unit. The vocabulary-sized output head runs on its own at its real
+// size (the units' models have a small vocabulary; their small head is subtracted). Launches run
+// every k-th workgroup only (MOCKGPU_SAMPLE, counters scaled), which the generic kernels' uniform
+// workgroups allow. Weights repeat a few drawn rows (DemoModelOptions::distinct_rows): timings do
+// not depend on values.
+//   bench_amd_modeled [0.6b|8b|27b ...]   (default: all three)
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench/bench_util.h"
+#include "bench/llm_bench.h"
+#include "llm/config/demo_model.h"
+#include "llm/kernels/linear.h"
+#include "llm/models/model.h"
+#include "test/mockgpu/cost_model.h"
+#include "test/mockgpu/launch_records.h"
+
+using namespace ugrad;
+using namespace ugrad::llm;
+
+namespace {
+
+constexpr int64_t kChunk = 32;  // the prefill chunk (LanguageModel::kMaxChunk)
+
+// A shape to model, and the figures measured on a 7900-class card for the reference
+// implementation (docs/rdna3.md): generic kernels, then hand-written ones (0: none published).
+struct ModelShape {
+  std::string name;
+  DemoModelOptions unit;  // one unit of layers
+  uint32_t units;         // in the real model
+  uint32_t vocab;         // the real output head's rows
+  GgmlType head_type;
+  double ref_decode_generic, ref_decode_hand, ref_prefill_generic, ref_prefill_hand;
+  int decode_sample, prefill_sample;  // MOCKGPU_SAMPLE per phase
+};
+
+std::vector<ModelShape> shapes() {
+  DemoModelOptions q06;
+  q06.arch = ModelArch::kQwen3;
+  q06.n_layers = 1;
+  q06.dim = 1024;
+  q06.n_heads = 16;
+  q06.n_kv_heads = 8;
+  q06.head_dim = 128;
+  q06.ffn_dim = 3072;
+  q06.weight_type = GgmlType::Q8_0;
+  DemoModelOptions q8b = q06;
+  q8b.dim = 4096;
+  q8b.n_heads = 32;
+  q8b.ffn_dim = 12288;
+  q8b.tied_output = false;
+  q8b.weight_type = GgmlType::Q4_K;
+  DemoModelOptions q27 = q8b;
+  q27.arch = ModelArch::kQwen35;
+  q27.n_layers = 4;  // three Gated DeltaNet layers, then full attention
+  q27.full_attention_interval = 4;
+  q27.dim = 5120;
+  q27.n_heads = 24;
+  q27.n_kv_heads = 4;
+  q27.head_dim = 256;
+  q27.n_rot = 64;
+  q27.ffn_dim = 17408;
+  q27.ssm_key_heads = 16;
+  q27.ssm_value_heads = 48;
+  q27.ssm_key_head_dim = 128;
+  q27.ssm_value_head_dim = 128;
+  q27.weight_type = GgmlType::IQ4_XS;
+  return {{"qwen3-0.6b Q8_0", q06, 28, 151936, GgmlType::Q8_0, 0, 0, 0, 0, 4, 16},
+          {"qwen3-8b Q4_K", q8b, 36, 151936, GgmlType::Q4_K, 16.5, 114.8, 69, 536, 16, 64},
+          {"qwen3.6-27b IQ4_XS", q27, 16, 248320, GgmlType::IQ4_XS, 0, 45.5, 0, 348.7, 32, 128}};
+}
+
+// Modeled seconds of every launch libmockhip.so recorded since the last clear.
+struct Modeled {
+  double seconds = 0, dram_bytes = 0;
+  size_t launches = 0;
+};
+Modeled modeled(const std::string& lib) {
+  Modeled m;
+  for (const mockgpu::LaunchRecord& r : mockgpu::launch_records(lib)) {
+    mockgpu::ModeledTime t = mockgpu::model_launch(r.counters);
+    m.seconds += t.seconds;
+    m.dram_bytes += t.dram_bytes;
+    ++m.launches;
+  }
+  mockgpu::clear_launch_records(lib);
+  return m;
+}
+
+Modeled operator-(Modeled a, const Modeled& b) {
+  return {a.seconds - b.seconds, a.dram_bytes - b.dram_bytes, a.launches - b.launches};
+}
+Modeled operator+(Modeled a, const Modeled& b) {
+  return {a.seconds + b.seconds, a.dram_bytes + b.dram_bytes, a.launches + b.launches};
+}
+Modeled operator*(double k, Modeled a) {
+  return {k * a.seconds, k * a.dram_bytes, static_cast<size_t>(k * double(a.launches))};
+}
+
+struct Step {
+  Modeled prefill, decode;
+};
+
+// One prefill chunk, then one decode step after it, on a model of `layers` unit layers.
+Step run_model(const ModelShape& s, uint32_t units, const std::string& lib) {
+  DemoModelOptions o = s.unit;
+  o.n_layers = s.unit.n_layers * units;
+  o.distinct_rows = 4;
+  bench::TempModel file("bench_amd_modeled", o);
+  GgufFile gguf = GgufFile::open(file.path);
+  std::unique_ptr<LanguageModel> model = load_model(gguf, 2 * kChunk, "AMD");
+  std::vector<int32_t> tokens(kChunk + 1);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>(7 + 3 * i);
+  Step step;
+  modeled(lib);  // the upload and cache zeroing before this are not part of a step
+  setenv("MOCKGPU_SAMPLE", std::to_string(s.prefill_sample).c_str(), 1);
+  model->forward(std::span(tokens).first(kChunk), 0).to_vector<float>();
+  step.prefill = modeled(lib);
+  setenv("MOCKGPU_SAMPLE", std::to_string(s.decode_sample).c_str(), 1);
+  model->forward(std::span(tokens).subspan(kChunk, 1), kChunk).to_vector<float>();
+  step.decode = modeled(lib);
+  return step;
+}
+
+// The output head alone: one row times a (rows, dim) matrix of `type` (random bytes).
+Modeled run_head(GgmlType type, uint32_t rows, uint32_t dim, int sample, const std::string& lib) {
+  std::vector<uint8_t> bytes(row_bytes(type, dim) * rows);
+  std::mt19937_64 rng(1);
+  for (size_t i = 0; i < bytes.size(); i += 8) {
+    const uint64_t v = rng();
+    std::memcpy(bytes.data() + i, &v, std::min<size_t>(8, bytes.size() - i));
+  }
+  GgufTensor t;
+  t.name = "output.weight";
+  t.dims = {dim, rows};
+  t.type = type;
+  t.nbytes = bytes.size();
+  t.data = bytes;
+  Linear head = load_linear(t, "AMD");
+  Tensor x = Tensor::full({1, dim}, 0.5, dtypes::float32, "AMD").contiguous();
+  x.realize();
+  modeled(lib);
+  setenv("MOCKGPU_SAMPLE", std::to_string(sample).c_str(), 1);
+  head(x).contiguous().realize();
+  return modeled(lib);
+}
+
+void report(const char* phase, const Modeled& m, double tokens, double ref_generic,
+            double ref_hand) {
+  const double tps = tokens / m.seconds;
+  std::printf(
+      "  %-8s %9.1f tok/s MODELED  (%.3f ms/step, %zu launches, %.1f MB DRAM, %.0f%% of "
+      "960 GB/s)",
+      phase, tps, m.seconds * 1e3, m.launches, m.dram_bytes * 1e-6,
+      100.0 * m.dram_bytes / m.seconds / 960e9);
+  if (ref_generic > 0) std::printf("  ref generic %.1f", ref_generic);
+  if (ref_hand > 0) std::printf("  ref hand-written %.1f", ref_hand);
+  std::printf("\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string lib = std::getenv("HIP_LIB") ? std::getenv("HIP_LIB") : UGRAD_MOCKHIP_LIB;
+  setenv("HIP_LIB", lib.c_str(), 1);
+  std::vector<std::string> wanted(argv + 1, argv + argc);
+  std::printf("Modeled AMD (RX 7900 XTX cost model v%d, NOT measured), generic kernels\n",
+              mockgpu::CardModel{}.version);
+  for (const ModelShape& s : shapes()) {
+    if (!wanted.empty() && std::find_if(wanted.begin(), wanted.end(), [&](const std::string& w) {
+                             return s.name.find(w) != std::string::npos;
+                           }) == wanted.end())
+      continue;
+    auto t0 = bench::clock_type::now();
+    Step one = run_model(s, 1, lib), two = run_model(s, 2, lib);
+    const uint32_t dim = s.unit.dim;
+    const Modeled small_head = run_head(s.unit.weight_type, 272, dim, 1, lib);
+    const Modeled head = run_head(s.head_type, s.vocab, dim, s.decode_sample, lib);
+    auto whole = [&](const Modeled& a, const Modeled& b) {
+      const Modeled unit = b - a, rest = a - unit;
+      return double(s.units) * unit + rest - small_head + head;
+    };
+    std::printf("%s: %u units of %u layers, vocab %u (emulated in %.0f s)\n", s.name.c_str(),
+                s.units, s.unit.n_layers, s.vocab, bench::seconds(t0));
+    report("decode", whole(one.decode, two.decode), 1, s.ref_decode_generic, s.ref_decode_hand);
+    report("prefill", whole(one.prefill, two.prefill), kChunk, s.ref_prefill_generic,
+           s.ref_prefill_hand);
+  }
+  return 0;
+}
