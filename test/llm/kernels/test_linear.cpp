@@ -1,0 +1,65 @@
+// The quantized linear's choice of kernel: asked of the device (device_features), turned off by
+// LLM_KERNELS=0, and the same product either way.
+#include <doctest/doctest.h>
+
+#include <random>
+
+#include "base/env.h"
+#include "llm/kernels/linear.h"
+#include "llm/quant/formats.h"
+#include "llm/quant/quantize.h"
+#include "runtime/device_features.h"
+
+using namespace ugrad;
+using namespace ugrad::llm;
+
+namespace {
+
+// A (rows, 256) Q4_K matrix of random weights, as a GGUF tensor over `bytes`.
+GgufTensor q4_k_matrix(std::vector<uint8_t>& bytes, uint64_t rows) {
+  const uint64_t in = 256;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 0.1f);
+  std::vector<float> row(in);
+  bytes.assign(row_bytes(GgmlType::Q4_K, in) * rows, 0);
+  for (uint64_t r = 0; r < rows; ++r) {
+    for (float& v : row) v = normal(rng);
+    quantize(GgmlType::Q4_K, row,
+             std::span<uint8_t>(bytes).subspan(r * row_bytes(GgmlType::Q4_K, in),
+                                               row_bytes(GgmlType::Q4_K, in)));
+  }
+  GgufTensor t;
+  t.name = "w";
+  t.dims = {in, rows};
+  t.type = GgmlType::Q4_K;
+  t.nbytes = bytes.size();
+  t.data = bytes;
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("linear: the int8 DOT4 Q4_K path where the device has int8 dot products, unless off") {
+  std::vector<uint8_t> bytes;
+  GgufTensor t = q4_k_matrix(bytes, 64);
+  const bool int8_dot = device_features("CPU").int8_dot;
+  Linear specific = load_linear(t, "CPU");
+  CHECK(specific.words.defined() == int8_dot);
+  ScopedKnob off(Knob::LLM_KERNELS, "0");
+  Linear generic = load_linear(t, "CPU");
+  CHECK(!generic.words.defined());
+  // One row (the decode case): both paths round x to int8 levels per 256 values, so they agree
+  // to float rounding.
+  std::vector<float> xs(256);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(0.37f * float(i));
+  Tensor x = Tensor::from_vector(xs, {1, 256});
+  std::vector<float> a = specific(x).to_vector<float>(), b = generic(x).to_vector<float>();
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) CHECK(a[i] == doctest::Approx(b[i]).epsilon(1e-4));
+}
+
+TEST_CASE("linear: a GPU takes the generic path (no hand-written kernel for it yet)") {
+  std::vector<uint8_t> bytes;
+  GgufTensor t = q4_k_matrix(bytes, 64);
+  CHECK(!load_linear(t, "NULL:gfx1100").words.defined());
+}
