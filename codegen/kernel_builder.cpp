@@ -3,7 +3,6 @@
 #include <cctype>
 
 #include "base/error.h"
-#include "codegen/opt/dot4.h"
 #include "codegen/opt/tensor_cores.h"
 
 namespace ugrad {
@@ -96,8 +95,12 @@ UOp KernelBuilder::gep(const UOp& vec, int64_t i) {
 
 UOp KernelBuilder::wmma(const UOp& a, const UOp& b, const UOp& c) { return ugrad::wmma(a, b, c); }
 
-UOp KernelBuilder::dot4(const std::string& fn, const UOp& a, const UOp& b, const UOp& acc) {
-  return ugrad::dot4(fn, a, b, acc);
+UOp KernelBuilder::dot4(const UOp& a, const UOp& b, const UOp& acc, Dot4Arg signs) {
+  const DType t = acc.dtype();
+  if ((t != dtypes::int32 && t != dtypes::uint32) || a.dtype() != t || b.dtype() != t)
+    fail("kernel builder: dot4 takes int32 (or uint32) words and accumulator, got {}, {}, {}",
+         to_string(a.dtype()), to_string(b.dtype()), to_string(t));
+  return UOp::make(Op::DOT4, t, {a, b, acc}, signs);
 }
 
 UOp KernelBuilder::build(const std::string& name) const {

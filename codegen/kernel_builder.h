@@ -65,8 +65,9 @@ class KernelBuilder {
   /// D = A*B + C on one 16x16x16 tile per wave32 (see tensor_cores.h for the fragment layout):
   /// a, b <16 x f16|bf16>, c <8 x f32>.
   static UOp wmma(const UOp& a, const UOp& b, const UOp& c);
-  /// acc + sum_j a[j]*b[j] over 4 int8 lanes: fn "sdot4", "udot4" or "sudot4" (a signed).
-  static UOp dot4(const std::string& fn, const UOp& a, const UOp& b, const UOp& acc);
+  /// DOT4 (uop/ops.h): acc + sum_j a[j]*b[j] over the 4 bytes j of the words a and b, each side's
+  /// bytes int8 or uint8 as `signs` says. a, b and acc are int32 (or all uint32) scalars.
+  static UOp dot4(const UOp& a, const UOp& b, const UOp& acc, Dot4Arg signs);
 
   /// The kernel AST: SINK of the stores, in order. A `name` (letters, digits, '_') marks it
   /// hand-written: codegen applies no optimization to it and names it so in DEBUG output.

@@ -18,7 +18,7 @@ struct CodegenTarget {
   int wave_size = 1;              // GPU wave (warp) width; 1 on CPUs
   int max_local_bytes = 0;        // workgroup-shared memory (LDS) per workgroup
   bool has_wmma = false;          // matrix-multiply-accumulate intrinsics (RDNA3 WMMA)
-  bool has_dot4 = false;          // int8 dot-product intrinsics (sdot4/udot4)
+  bool has_dot4 = false;          // int8 dot products of one word, any signedness (v_dot4_i32_iu8)
   int prefetch_bytes = 0;         // vector loads of 1-2 byte elements prefetch this far ahead
   bool has_lane_permute = false;  // 16 floats permuted across vector lanes (x86 AVX-512 vpermps)
   bool has_vnni = false;          // int8 dot products of vector words (x86 AVX-512 VNNI vpdpbusd)

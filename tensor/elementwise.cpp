@@ -241,7 +241,11 @@ Tensor dot4(const Tensor& a, const Tensor& b) {
     if (t->dtype() != dtypes::int32 && t->dtype() != dtypes::uint32)
       fail("dot4: takes int32 or uint32 words of 4 bytes, got {}", to_string(t->dtype()));
   auto [x, y] = broadcast_pair(a.bitcast(dtypes::int32), b.bitcast(dtypes::int32), "dot4");
-  return alu(Op::DOT4, dtypes::int32, {x, y});
+  // DOT4(x, y, 0) with uint8 x int8 bytes: the form x86 VNNI (vpdpbusd) has
+  UOp n = UOp::make(Op::DOT4, dtypes::int32, {x.node(), y.node(), const_like(x, 0).node()},
+                    Dot4Arg{.a_signed = false, .b_signed = true});
+  shape_of(n);
+  return Tensor(n, x.device());
 }
 
 Tensor maximum(const Tensor& a, const Tensor& b) { return binop(Op::MAX, a, b, "maximum"); }

@@ -226,15 +226,20 @@ ConstValue int_op(Op op, DType t, DType result, std::span<const ConstValue> v) {
       return wrap(ipow(a, sb, sgn));
     case Op::MULACC:
       return wrap(a * b + static_cast<uint64_t>(const_as_int(v[2])));
-    case Op::DOT4: {
-      int64_t sum = 0;
-      for (int i = 0; i < 32; i += 8)
-        sum += static_cast<int64_t>((a >> i) & 255) * static_cast<int8_t>((b >> i) & 255);
-      return wrap(static_cast<uint64_t>(sum));
-    }
     default:
       unsupported(op, t);
   }
+}
+
+// DOT4: acc + the 4 byte products of the words a and b, each side's bytes int8 or uint8.
+ConstValue dot4_op(DType result, std::span<const ConstValue> v, const Dot4Arg& signs) {
+  auto byte = [](const ConstValue& word, int j, bool is_signed) -> int64_t {
+    const auto x = static_cast<uint8_t>(static_cast<uint64_t>(const_as_int(word)) >> (8 * j));
+    return is_signed ? int64_t{static_cast<int8_t>(x)} : int64_t{x};
+  };
+  int64_t sum = const_as_int(v[2]);
+  for (int j = 0; j < 4; ++j) sum += byte(v[0], j, signs.a_signed) * byte(v[1], j, signs.b_signed);
+  return wrap_to_int_dtype(static_cast<uint64_t>(sum), result);
 }
 
 // Float ops: float32/half/bfloat16 compute in float (exact operands; one rounding to float, then to
@@ -324,7 +329,7 @@ ConstValue cast_value(ConstValue v, DType from, DType to) {
   internal_error("cast_value: cannot cast {} to {}", to_string(from), to_string(to));
 }
 
-ConstValue exec_alu(Op op, DType dtype, std::span<const ConstValue> v, DType src) {
+ConstValue exec_alu(Op op, DType dtype, std::span<const ConstValue> v, DType src, const Arg& arg) {
   if (!is_alu(op)) internal_error("exec_alu: {} is not an elementwise op", op_name(op));
   if (op_arity(op) >= 0 && v.size() != static_cast<size_t>(op_arity(op)))
     internal_error("exec_alu: {} takes {} operands, got {}", op_name(op), op_arity(op), v.size());
@@ -338,6 +343,13 @@ ConstValue exec_alu(Op op, DType dtype, std::span<const ConstValue> v, DType src
         internal_error("exec_alu: BITCAST from {} to {} changes the size", to_string(src),
                        to_string(dtype));
       return from_raw_bits(raw_bits(v[0], src), dtype);
+    case Op::DOT4: {
+      const auto* signs = std::get_if<Dot4Arg>(&arg);
+      if (!signs || !is_int(dtype) || int_bits(dtype) != 32)
+        internal_error("exec_alu: DOT4 takes a Dot4Arg and 32-bit words, got '{}' and {}",
+                       arg_to_string(arg), to_string(dtype));
+      return dot4_op(dtype, v, *signs);
+    }
     default:
       break;
   }

@@ -19,6 +19,7 @@
 
 #include "uop/dtype.h"
 #include "uop/ops.h"
+#include "uop/uop.h"
 
 namespace ugrad {
 
@@ -27,9 +28,11 @@ using ConstValue = std::variant<bool, int64_t, double>;
 
 /// Evaluates `op` on constant operands. `dtype` is the result dtype; `src_dtype` the dtype of the
 /// operands (needed by comparisons, CAST and BITCAST; for WHERE the value operands); it defaults to
-/// `dtype`. Throws InternalError for ops that are not elementwise or combinations that make no
-/// sense (a BITCAST between different sizes, FDIV of ints).
-ConstValue exec_alu(Op op, DType dtype, std::span<const ConstValue> operands, DType src_dtype);
+/// `dtype`. `arg` is the node's arg, read by DOT4 (its Dot4Arg). Throws InternalError for ops that
+/// are not elementwise or combinations that make no sense (a BITCAST between different sizes, FDIV
+/// of ints, DOT4 without its Dot4Arg).
+ConstValue exec_alu(Op op, DType dtype, std::span<const ConstValue> operands, DType src_dtype,
+                    const Arg& arg = {});
 ConstValue exec_alu(Op op, DType dtype, std::span<const ConstValue> operands);
 
 /// The value `v` converted to `dtype` exactly as CAST does (wrapping, rounding, saturating).

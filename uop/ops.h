@@ -19,6 +19,15 @@ enum OpFlag : uint32_t {
   kTensor = 1u << 8,       // appears only in the tensor graph, never inside a kernel
 };
 
+// DOT4(a, b, acc): the one int8 dot-product op. a, b, acc and the result are 32-bit integer words
+// of one dtype (int32 or uint32, the accumulator's), one per lane on a vector axis; per word,
+// acc + the sum of the 4 byte products a[j]*b[j], wrapped. The arg (Dot4Arg) says whether
+// each side's bytes are int8 or uint8: it is every form the hardware has (x86 VNNI vpdpbusd is
+// uint8 x int8 with acc; AMD v_dot4_i32_iu8 any combination, per-source sign bits), and pm_decomp
+// turns it into 4 byte products where the target has neither. Words, not <4 x i8> vectors, so
+// the CPU's packed activations and weights feed it directly; the GPU dot4 opt bitcasts 4 loaded
+// bytes to a word.
+//
 // X(NAME, arity (-1: any number of sources), flags)
 #define UGRAD_FOR_EACH_OP(X)                                                          \
   /* structure */                                                                     \
@@ -72,9 +81,9 @@ enum OpFlag : uint32_t {
   X(SHL, 2, kBinary)                                                                  \
   X(SHR, 2, kBinary)                                                                  \
   X(POW, 2, kBinary)                                                                  \
-  X(DOT4, 2, kBinary) /* int32: src0's 4 bytes (uint8) times src1's (int8), summed */ \
   X(WHERE, 3, kTernary)                                                               \
   X(MULACC, 3, kTernary) /* a*b+c */                                                  \
+  X(DOT4, 3, kTernary)   /* int8 dot product of 32-bit words, see above */            \
   /* tensor graph; movement ops take symbolic sizes as sources after src0 */          \
   X(RESHAPE, -1, kMovement | kTensor) /* src1..: the new dims */                      \
   X(PERMUTE, 1, kMovement | kTensor)  /* arg: the axis order */                       \

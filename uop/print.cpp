@@ -33,6 +33,9 @@ std::string arg_to_string(const Arg& a) {
     std::string operator()(const ReduceArg& v) {
       return fmt::format("{} axes=({})", op_name(v.op), fmt::join(v.axes, ", "));
     }
+    std::string operator()(const Dot4Arg& v) {
+      return fmt::format("{}8*{}8", v.a_signed ? "i" : "u", v.b_signed ? "i" : "u");
+    }
   };
   return std::visit(Visitor{}, a);
 }

@@ -56,7 +56,7 @@ R fold_constants(const UOp& u) {
     return std::nullopt;
   std::vector<ConstValue> vals;
   for (const UOp& s : u.src()) vals.push_back(value_of(s));
-  return const_from_value(u.dtype(), exec_alu(u.op(), u.dtype().base(), vals, src.base()));
+  return const_from_value(u.dtype(), exec_alu(u.op(), u.dtype().base(), vals, src.base(), u.arg()));
 }
 
 // An integer or bool node whose interval is one value is that value.

@@ -76,6 +76,7 @@ uint64_t arg_hash(const Arg& a) {
       for (int64_t x : v.axes) h = mix(h, x);
       return mix(h, v.axes.size());
     }
+    uint64_t operator()(const Dot4Arg& v) { return mix(mix(h, v.a_signed), v.b_signed); }
   };
   return std::visit(Visitor{h}, a);
 }

@@ -48,9 +48,17 @@ struct ReduceArg {
   friend bool operator==(const ReduceArg&, const ReduceArg&) = default;
 };
 
+/// DOT4: whether each source word's 4 bytes are signed (int8) or unsigned (uint8). x86 VNNI
+/// (vpdpbusd) has unsigned a times signed b; AMD v_dot4_i32_iu8 any combination.
+struct Dot4Arg {
+  bool a_signed = false;
+  bool b_signed = false;
+  friend bool operator==(const Dot4Arg&, const Dot4Arg&) = default;
+};
+
 /// The op-specific payload. Doubles compare bitwise (so -0.0 != 0.0 and NaN == NaN).
 using Arg = std::variant<std::monostate, bool, int64_t, double, std::string, std::vector<int64_t>,
-                         Op, ParamArg, BufferArg, RangeArg, ReduceArg>;
+                         Op, ParamArg, BufferArg, RangeArg, ReduceArg, Dot4Arg>;
 bool arg_equal(const Arg& a, const Arg& b);
 uint64_t arg_hash(const Arg& a);
 std::string arg_to_string(const Arg& a);

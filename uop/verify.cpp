@@ -73,9 +73,6 @@ R check_binary(const Match& m) {
     case Op::SHR:
       require(is_int_dt(t) || is_bool_dt(t), u, "bitwise ops take integers or bools");
       break;
-    case Op::DOT4:
-      require(t.base() == dtypes::int32 && !t.is_ptr, u, "DOT4 takes int32 words of 4 bytes");
-      break;
     default:
       require(is_scalar_like(t), u, "an ALU result is a value, not a pointer or void");
   }
@@ -106,9 +103,15 @@ R check_ternary(const Match& m) {
     require(is_bool_dt(u.src(0).dtype()), u, "the WHERE condition is bool");
     require(agree(u.src(1).dtype(), u.src(2).dtype()) && agree(u.dtype(), u.src(1).dtype()), u,
             "WHERE branches and result have one dtype");
-  } else {
-    for (const UOp& s : u.src())
-      require(agree(u.dtype(), s.dtype()), u, "MULACC sources and result have one dtype");
+    return std::nullopt;
+  }
+  for (const UOp& s : u.src())
+    require(agree(u.dtype(), s.dtype()), u, "MULACC and DOT4 sources and result have one dtype");
+  if (u.op() == Op::DOT4) {
+    const Scalar w = u.dtype().scalar;
+    require((w == Scalar::Int32 || w == Scalar::UInt32) && !u.dtype().is_ptr, u,
+            "DOT4 takes int32 or uint32 words of 4 bytes");
+    require(std::holds_alternative<Dot4Arg>(u.arg()), u, "DOT4's arg is a Dot4Arg");
   }
   return std::nullopt;
 }

@@ -86,17 +86,33 @@ int64_t lanes_of(const UOp& x) {
   return 1;
 }
 
-// DOT4(a, b) as its 4 byte products: a's bytes zero-extended, b's sign-extended (shifted to the
-// top, then arithmetically back).
-UOp dot4_bytes(const UOp& a, const UOp& b) {
+// Whether the target renders DOT4 on `lanes` lanes as one instruction: v_dot4_i32_iu8 on one word
+// of an AMD GPU (any signedness), vpdpbusd on 4, 8 or 16 words of an x86 VNNI host (uint8 x int8).
+bool has_dot4_instruction(const CodegenTarget& tg, const Dot4Arg& signs, int64_t lanes) {
+  if (tg.is_gpu) return tg.has_dot4 && lanes == 1;
+  return tg.has_vnni && signs == Dot4Arg{.a_signed = false, .b_signed = true} &&
+         (lanes == 4 || lanes == 8 || lanes == 16);
+}
+
+// DOT4(a, b, acc) as its 4 byte products plus acc, in int32: an unsigned byte shifted down and
+// masked, a signed one shifted to the top, then arithmetically back.
+UOp dot4_bytes(const UOp& a, const UOp& b, const UOp& acc, const Dot4Arg& signs) {
   auto c = [](int64_t v) { return UOp::cnst_int(dtypes::int32, v); };
+  auto as = [](const UOp& x, DType t) {
+    return x.dtype() == t ? x : UOp::make(Op::BITCAST, t, {x});
+  };
+  auto byte = [&](const UOp& word, int64_t i, bool is_signed) {
+    const UOp w = as(word, dtypes::int32);
+    return is_signed ? w.alu(Op::SHL, c(24 - 8 * i)).alu(Op::SHR, c(24))
+                     : w.alu(Op::SHR, c(8 * i)).alu(Op::AND, c(255));
+  };
   UOp sum;
   for (int64_t i = 0; i < 4; ++i) {
-    UOp ua = a.alu(Op::SHR, c(8 * i)).alu(Op::AND, c(255));
-    UOp sb = b.alu(Op::SHL, c(24 - 8 * i)).alu(Op::SHR, c(24));
-    sum = sum ? sum + ua * sb : ua * sb;
+    UOp p = byte(a, i, signs.a_signed) * byte(b, i, signs.b_signed);
+    sum = sum ? sum + p : p;
   }
-  return sum;
+  if (!acc.is_const(0)) sum = sum + as(acc, dtypes::int32);
+  return as(sum, acc.dtype());
 }
 
 }  // namespace
@@ -115,14 +131,13 @@ const PatternMatcher& pm_decomp() {
       // MULACC(a, b, c) -> a*b + c
       {UPat(Op::MULACC, {UPat::var("a"), UPat::var("b"), UPat::var("c")}),
        [](const Match& m) -> R { return m["a"] * m["b"] + m["c"]; }},
-      // DOT4 without an instruction for it -> 4 byte products. The renderer emits vpdpbusd on 4,
-      // 8 or 16 lanes of an x86 VNNI host and v_dot4 on one word of an AMD GPU.
-      {UPat(Op::DOT4, {UPat::var("a"), UPat::var("b")}),
+      // DOT4(a, b, acc) without an instruction for it -> 4 byte products + acc
+      {UPat(Op::DOT4, {UPat::var("a"), UPat::var("b"), UPat::var("acc")}),
        [](const Match& m) -> R {
-         const CodegenTarget& tg = m.ctx<const CodegenTarget>();
-         const int64_t n = lanes_of(m.root());
-         if (tg.is_gpu ? n == 1 : tg.has_vnni && (n == 4 || n == 8 || n == 16)) return std::nullopt;
-         return dot4_bytes(m["a"], m["b"]);
+         const Dot4Arg& signs = m.root().arg_as<Dot4Arg>();
+         if (has_dot4_instruction(m.ctx<const CodegenTarget>(), signs, lanes_of(m.root())))
+           return std::nullopt;
+         return dot4_bytes(m["a"], m["b"], m["acc"], signs);
        }},
       // POW(x, y) -> exp2(y*log2|x|) with C's special cases; ints through float64
       {UPat(Op::POW, {UPat::var("x"), UPat::var("y")}),

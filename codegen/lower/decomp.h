@@ -2,7 +2,7 @@
 //   POW(x, y)         -> exp2(y*log2|x|) with the sign and zero cases of C's pow; ints via float64
 //   LOAD under a false gate -> 0
 //   MULACC(a, b, c)   -> a*b + c
-//   DOT4(a, b)        -> its 4 byte products where the target has no instruction for it
+//   DOT4(a, b, acc)   -> 4 byte products + acc where the target has no instruction for it
 //   bool ADD/MAX, MUL -> OR, AND
 //   bfloat16 CAST     -> integer bit operations (round to nearest even; NaN stays NaN)
 //   half/bfloat16 ALU -> the same op in float32 where the target lacks native arithmetic

@@ -21,8 +21,8 @@ std::optional<UOp> byte_load(const UOp& u) {
 }
 
 struct Dot {
-  UOp a, b;  // loads, signed operand first
-  std::string fn;
+  UOp a, b;  // the byte loads
+  Dot4Arg signs;
 };
 
 // An eligible REDUCE: ADD over exactly `k` of CAST(LOAD i8) * CAST(LOAD i8) in int32/uint32.
@@ -37,9 +37,10 @@ std::optional<Dot> match(const UOp& red, const UOp& k) {
   if (v.op() != Op::MUL) return std::nullopt;
   auto a = byte_load(v.src(0)), b = byte_load(v.src(1));
   if (!a || !b) return std::nullopt;
-  const bool sa = a->dtype().scalar == Scalar::Int8, sb = b->dtype().scalar == Scalar::Int8;
-  if (!sa && sb) std::swap(a, b);
-  return Dot{*a, *b, sa && sb ? "sdot4" : sa || sb ? "sudot4" : "udot4"};
+  return Dot{*a,
+             *b,
+             {.a_signed = a->dtype().scalar == Scalar::Int8,
+              .b_signed = b->dtype().scalar == Scalar::Int8}};
 }
 
 std::vector<UOp> reduces_over(const UOp& ast, const UOp& k) {
@@ -50,16 +51,6 @@ std::vector<UOp> reduces_over(const UOp& ast, const UOp& k) {
 }
 
 }  // namespace
-
-UOp dot4(const std::string& fn, const UOp& a, const UOp& b, const UOp& acc) {
-  if (fn != "sdot4" && fn != "udot4" && fn != "sudot4")
-    fail("codegen: dot4 is sdot4, udot4 or sudot4, got '{}'", fn);
-  if (a.dtype().count != kDot4Width || b.dtype().count != kDot4Width || !is_byte_int(a.dtype()) ||
-      !is_byte_int(b.dtype()) || (acc.dtype() != dtypes::int32 && acc.dtype() != dtypes::uint32))
-    fail("codegen: {} takes two <4 x i8> and an i32 accumulator, got {}, {}, {}", fn,
-         to_string(a.dtype()), to_string(b.dtype()), to_string(acc.dtype()));
-  return UOp::make(Op::CUSTOM, acc.dtype(), {a, b, acc}, fn);
-}
 
 std::optional<int64_t> dot4_axis(const UOp& ast) {
   for (const UOp& r : kernel_ranges(ast))
@@ -80,14 +71,16 @@ UOp dot4_reduce(const UOp& ast, int64_t axis) {
   std::vector<std::pair<UOp, UOp>> repl;
   for (const UOp& red : reds) {
     const Dot d = *match(red, k);
-    std::vector<UOp> va, vb;
-    for (int64_t j = 0; j < kDot4Width; ++j) {
-      va.push_back(d.a.substitute({{k, k4 * kDot4Width + j}}));
-      vb.push_back(d.b.substitute({{k, k4 * kDot4Width + j}}));
-    }
-    const UOp a = UOp::make(Op::VECTORIZE, d.a.dtype().vec(kDot4Width), va);
-    const UOp b = UOp::make(Op::VECTORIZE, d.b.dtype().vec(kDot4Width), vb);
-    const UOp part = dot4(d.fn, a, b, UOp::cnst_int(red.dtype(), 0));
+    // the 4 bytes k = 4*k4 + j of a load as one word
+    auto word = [&](const UOp& load) {
+      std::vector<UOp> bytes;
+      for (int64_t j = 0; j < kDot4Width; ++j)
+        bytes.push_back(load.substitute({{k, k4 * kDot4Width + j}}));
+      const UOp vec = UOp::make(Op::VECTORIZE, load.dtype().vec(kDot4Width), bytes);
+      return UOp::make(Op::BITCAST, red.dtype(), {vec});
+    };
+    const UOp part = UOp::make(Op::DOT4, red.dtype(),
+                               {word(d.a), word(d.b), UOp::cnst_int(red.dtype(), 0)}, d.signs);
     repl.emplace_back(red, UOp::make(Op::REDUCE, red.dtype(), {part, k4}, Op::ADD));
   }
   return ast.substitute(repl);
@@ -95,11 +88,10 @@ UOp dot4_reduce(const UOp& ast, int64_t axis) {
 
 const PatternMatcher& pm_fuse_dot4() {
   static const PatternMatcher pm({
-      // acc + dot4(a, b, 0) -> dot4(a, b, acc): v_dot4 accumulates in place
+      // acc + DOT4(a, b, 0) -> DOT4(a, b, acc): v_dot4 accumulates in place
       {UPat::commutative(
-           Op::ADD,
-           {UPat::var("acc"),
-            UPat(Op::CUSTOM, {UPat::var("a"), UPat::var("b"), UPat::cnst(0)}).named("dot")}),
+           Op::ADD, {UPat::var("acc"),
+                     UPat(Op::DOT4, {UPat::var("a"), UPat::var("b"), UPat::cnst(0)}).named("dot")}),
        [](const Match& m) -> std::optional<UOp> {
          return m["dot"].replace_src({m["a"], m["b"], m["acc"]});
        }},

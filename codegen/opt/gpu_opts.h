@@ -6,7 +6,7 @@
 //                          16x16x16 tiles, one wave per tile (tensor_cores.h)
 //   UPCAST(axis, n)        each thread computes n consecutive outputs of a contiguous output axis
 //                          (the CPU UPCAST: copies; LLVM merges their loads/stores into b64/b128)
-//   DOT4(axis, 4)          int8 multiply-accumulate over reduce `axis` becomes v_dot4 ops over 4
+//   DOT4(axis, 4)          int8 multiply-accumulate over reduce `axis` becomes DOT4 ops over 4
 //                          contiguous elements (dot4.h)
 #pragma once
 #include <cstdint>
@@ -38,7 +38,7 @@ std::vector<GpuOpt> gpu_heuristic_opts(const UOp& ast, const CodegenTarget& targ
 /// Applies `opts` in order; an Error names an opt that does not fit.
 UOp apply_gpu_opts(const UOp& ast, const std::vector<GpuOpt>& opts, const CodegenTarget& target);
 
-/// After lower_reduces: accumulators folded into the WMMA and dot4 ops that feed them.
+/// After lower_reduces: accumulators folded into the WMMA and DOT4 ops that feed them.
 UOp fuse_gpu_accumulators(const UOp& lowered);
 
 }  // namespace ugrad

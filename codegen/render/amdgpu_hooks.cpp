@@ -1,5 +1,5 @@
-// AMDGPU (gfx11/gfx12, wave32): launch indices, workgroup barriers, LDS arrays, WMMA tiles and the
-// v_dot4 family.
+// AMDGPU (gfx11/gfx12, wave32): launch indices, workgroup barriers, LDS arrays, WMMA tiles and
+// v_dot4_i32_iu8.
 #include "base/error.h"
 #include "codegen/render/llvm_types.h"
 #include "codegen/render/target_hooks.h"
@@ -43,18 +43,21 @@ class AmdgpuHooks : public TargetHooks {
     return fmt::format("ptr addrspace({})", target.local_address_space);
   }
 
-  std::string dot4_words(RenderContext& r, const std::string& a, const std::string& b,
-                         int64_t words) const override {
-    if (words != 1) return TargetHooks::dot4_words(r, a, b, words);
+  // v_dot4_i32_iu8 on one word (llvm.amdgcn.sudot4: a sign bit per source, then the accumulator
+  // and no clamp). Unsigned x unsigned gives the bits v_dot4_u32_u8 would.
+  std::string dot4(RenderContext& r, const UOp& u, int64_t words) const override {
+    if (words != 1) return TargetHooks::dot4(r, u, words);
+    const Dot4Arg& signs = u.arg_as<Dot4Arg>();
     r.declare("declare i32 @llvm.amdgcn.sudot4(i1, i32, i1, i32, i32, i1)");
     std::string v = r.fresh();
-    r.emit("{} = call i32 @llvm.amdgcn.sudot4(i1 false, i32 {}, i1 true, i32 {}, i32 0, i1 false)",
-           v, a, b);
+    r.emit("{} = call i32 @llvm.amdgcn.sudot4(i1 {}, i32 {}, i1 {}, i32 {}, i32 {}, i1 false)", v,
+           signs.a_signed, r.name(u.src(0)), signs.b_signed, r.name(u.src(1)), r.name(u.src(2)));
     return v;
   }
 
   Rendered instruction(RenderContext& r, const UOp& u) const override {
-    return {u.op() == Op::WMMA ? wmma(r, u) : dot4(r, u)};
+    if (u.op() != Op::WMMA) return TargetHooks::instruction(r, u);
+    return {wmma(r, u)};
   }
 
  private:
@@ -76,28 +79,6 @@ class AmdgpuHooks : public TargetHooks {
     std::string v = r.fresh();
     r.emit("{} = call <8 x float> @{}({} {}, {} {}, {} {})", v, fn, at, x, at, y, vector_type(c),
            r.name(u.src(2)));
-    return v;
-  }
-
-  // CUSTOM sdot4 / udot4 / sudot4 (a: 4 x i8, b: 4 x i8, acc: i32), from dot4.h.
-  static std::string dot4(RenderContext& r, const UOp& u) {
-    const std::string& fn = u.arg_as<std::string>();
-    std::string x = r.fresh(), y = r.fresh();
-    r.emit("{} = bitcast {} {} to i32", x, vector_type(u.src(0).dtype()), r.name(u.src(0)));
-    r.emit("{} = bitcast {} {} to i32", y, vector_type(u.src(1).dtype()), r.name(u.src(1)));
-    std::string v = r.fresh();
-    if (fn == "sudot4") {
-      r.declare("declare i32 @llvm.amdgcn.sudot4(i1, i32, i1, i32, i32, i1)");
-      r.emit(
-          "{} = call i32 @llvm.amdgcn.sudot4(i1 true, i32 {}, i1 false, i32 {}, i32 {}, i1 false)",
-          v, x, y, r.name(u.src(2)));
-    } else if (fn == "sdot4" || fn == "udot4") {
-      r.declare(fmt::format("declare i32 @llvm.amdgcn.{}(i32, i32, i32, i1)", fn));
-      r.emit("{} = call i32 @llvm.amdgcn.{}(i32 {}, i32 {}, i32 {}, i1 false)", v, fn, x, y,
-             r.name(u.src(2)));
-    } else {
-      internal_error("render_llvm: unknown CUSTOM op '{}'", fn);
-    }
     return v;
   }
 };

@@ -195,9 +195,11 @@ class Renderer : public RenderContext {
         return horizontal_reduce(u);
       case Op::BITCAST: {
         const bool v = vec_[u] = is_vec(u.src(0));
+        // an explicitly vector-typed source: 4 loaded bytes as one DOT4 word
+        auto ty = [&](DType t) { return t.count > 1 ? vector_type(t) : vt(t, v); };
         names_[u] = fresh();
-        emit("{} = bitcast {} {} to {}", names_[u], vt(u.src(0).dtype(), v), name(u.src(0)),
-             vt(u.dtype(), v));
+        emit("{} = bitcast {} {} to {}", names_[u], ty(u.src(0).dtype()), name(u.src(0)),
+             ty(u.dtype()));
         return;
       }
       default:
@@ -559,8 +561,8 @@ class Renderer : public RenderContext {
           emit("{} = select {} {}, {} {}, {} {}", r, vt(dtypes::bool_, v), c, ty, x, ty, y);
         }
         break;
-      case Op::DOT4:  // per 32-bit word: a's 4 bytes (unsigned) times b's (signed), summed
-        r = hooks_.dot4_words(*this, a(0), a(1), v ? lanes_ : 1);
+      case Op::DOT4:
+        r = hooks_.dot4(*this, u, v ? lanes_ : 1);
         break;
       case Op::WHERE: {
         const std::string et = vt(u.src(1).dtype(), v);
@@ -606,7 +608,7 @@ class Renderer : public RenderContext {
     names_[u] = r;
   }
 
-  // VECTORIZE and GEP of explicitly vector-typed values (WMMA fragments, dot4 operands).
+  // VECTORIZE and GEP of explicitly vector-typed values (WMMA fragments, a DOT4 word's bytes).
   void vector_op(const UOp& u) {
     std::string r;
     if (u.op() == Op::VECTORIZE) {

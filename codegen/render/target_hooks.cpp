@@ -22,9 +22,9 @@ std::string TargetHooks::local_array(RenderContext& r, const UOp& u) const {
   return v;
 }
 
-std::string TargetHooks::dot4_words(RenderContext& r, const std::string&, const std::string&,
-                                    int64_t words) const {
-  internal_error("render_llvm: DOT4 on {} lanes for {}", words, r.target().name);
+std::string TargetHooks::dot4(RenderContext& r, const UOp& u, int64_t words) const {
+  internal_error("render_llvm: DOT4 {} on {} lanes for {}", arg_to_string(u.arg()), words,
+                 r.target().name);
 }
 
 Rendered TargetHooks::instruction(RenderContext& r, const UOp& u) const {

@@ -57,9 +57,9 @@ class TargetHooks {
   virtual std::string local_array(RenderContext& r, const UOp& u) const;
   /// The pointer type of an access into a local array.
   virtual std::string local_ptr_type(const CodegenTarget&) const { return "ptr"; }
-  /// DOT4 of the i32 words `a` and `b` (unsigned bytes times signed), on `words` lanes.
-  virtual std::string dot4_words(RenderContext& r, const std::string& a, const std::string& b,
-                                 int64_t words) const;
+  /// DOT4 `u` (uop/ops.h) on `words` lanes: one instruction, or a rejection (pm_decomp has
+  /// turned every form the target has no instruction for into byte products).
+  virtual std::string dot4(RenderContext& r, const UOp& u, int64_t words) const;
   /// CUSTOM and WMMA: the target's own instructions.
   virtual Rendered instruction(RenderContext& r, const UOp& u) const;
 };
@@ -69,7 +69,7 @@ const TargetHooks& target_hooks(const CodegenTarget& target);
 const TargetHooks& amdgpu_hooks();
 const TargetHooks& x86_hooks();
 
-/// The <n x T> type of an explicitly vector-typed value (a WMMA fragment, dot4 operands).
+/// The <n x T> type of an explicitly vector-typed value (a WMMA fragment, a DOT4 word's bytes).
 std::string vector_type(DType t);
 
 }  // namespace ugrad

@@ -11,16 +11,20 @@ namespace {
 
 class X86Hooks : public TargetHooks {
  public:
-  // vpdpbusd on 4, 8 or 16 words (decomp.h turns other widths into byte products).
-  std::string dot4_words(RenderContext& r, const std::string& a, const std::string& b,
-                         int64_t words) const override {
-    if (!r.target().has_vnni || (words != 4 && words != 8 && words != 16))
-      return TargetHooks::dot4_words(r, a, b, words);
+  // vpdpbusd (uint8 x int8 bytes, accumulating) on 4, 8 or 16 words; decomp.h turns other forms
+  // into byte products.
+  std::string dot4(RenderContext& r, const UOp& u, int64_t words) const override {
+    if (!r.target().has_vnni ||
+        u.arg_as<Dot4Arg>() != Dot4Arg{.a_signed = false, .b_signed = true} ||
+        (words != 4 && words != 8 && words != 16))
+      return TargetHooks::dot4(r, u, words);
+    const std::string a = r.val(u.src(0), true), b = r.val(u.src(1), true);
+    const std::string acc = u.src(2).is_const(0) ? "zeroinitializer" : r.val(u.src(2), true);
     const std::string wt = fmt::format("<{} x i32>", words);
     const std::string fn = fmt::format("llvm.x86.avx512.vpdpbusd.{}", 32 * words);
     r.declare(fmt::format("declare {} @{}({}, {}, {})", wt, fn, wt, wt, wt));
     std::string v = r.fresh();
-    r.emit("{} = call {} @{}({} zeroinitializer, {} {}, {} {})", v, wt, fn, wt, wt, a, wt, b);
+    r.emit("{} = call {} @{}({} {}, {} {}, {} {})", v, wt, fn, wt, acc, wt, a, wt, b);
     return v;
   }
 

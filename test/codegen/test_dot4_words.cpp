@@ -1,65 +1,101 @@
-// DOT4 (int8 dot products of 4-byte words): vpdpbusd on x86 VNNI vector lanes, the byte products
-// otherwise, every lane count and the scalar form equal to the constant folder's arithmetic.
+// DOT4 (int8 dot products of 32-bit words, uop/ops.h) on the CPU: the byte products of pm_decomp
+// for every signedness and lane count, run and checked against the naive reference; vpdpbusd on
+// 4, 8 or 16 lanes of an x86 VNNI target (uint8 x int8 only), checked in the IR and the assembly
+// of a VNNI CPU (it runs only on a VNNI host).
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include "kernel_harness.h"
-#include "uop/alu.h"
+#include "runtime/llvm_compile.h"
+#include "test/dot4_reference.h"
 
 using namespace ugrad;
 using namespace ugrad::test;
 
 namespace {
 
-std::vector<int32_t> words(size_t n, uint32_t seed) {
-  std::vector<int32_t> w(n);
+std::vector<uint32_t> words(size_t n, uint32_t seed) {
+  std::vector<uint32_t> w(n);
   uint32_t s = seed * 2654435761u + 7;
   for (auto& x : w) {
     s = s * 1664525u + 1013904223u;
-    x = static_cast<int32_t>(s);
+    x = s;
   }
+  const std::vector<uint32_t> extremes = extreme_dot4_words();
+  for (size_t i = 0; i < extremes.size() * extremes.size(); ++i)  // every pair of extremes
+    w[i] = seed == 1 ? extremes[i / extremes.size()] : extremes[i % extremes.size()];
   return w;
 }
 
-int32_t naive(int32_t a, int32_t b) {
-  const auto x = static_cast<uint32_t>(a), y = static_cast<uint32_t>(b);
-  int32_t sum = 0;
-  for (int i = 0; i < 32; i += 8)
-    sum += static_cast<int32_t>((x >> i) & 255) * static_cast<int8_t>((y >> i) & 255);
-  return sum;
+constexpr int64_t N = 208;
+
+// out[i] = DOT4(a[i], b[i], acc) with acc = c[i] (loaded) or 0 (the Tensor dot4 form).
+UOp dot4_kernel(Dot4Arg signs, bool loaded_acc) {
+  UOp out = buf(0, dtypes::int32, N), a = buf(1, dtypes::int32, N), b = buf(2, dtypes::int32, N),
+      c = buf(3, dtypes::int32, N);
+  UOp i = UOp::range(N, 0);
+  UOp acc = loaded_acc ? load(c, i) : UOp::cnst_int(dtypes::int32, 0);
+  return sink(
+      {store(out, i, UOp::make(Op::DOT4, dtypes::int32, {load(a, i), load(b, i), acc}, signs))});
 }
+
+CodegenOptions lanes_opts(int64_t lanes) {
+  CodegenOptions o;
+  o.opts = lanes ? std::vector<Opt>{{OptType::Upcast, 0, lanes}} : std::vector<Opt>{};
+  return o;
+}
+
+const Dot4Arg kVnni{.a_signed = false, .b_signed = true};
 
 }  // namespace
 
-TEST_CASE("DOT4 words: vpdpbusd lanes and the byte products equal a byte loop") {
-  const int64_t N = 208;
-  UOp out = buf(0, dtypes::int32, N), a = buf(1, dtypes::int32, N), b = buf(2, dtypes::int32, N);
-  UOp i = UOp::range(N, 0);
-  UOp ast = sink({store(out, i, load(a, i).alu(Op::DOT4, load(b, i)))});
-  std::vector<int32_t> x = words(N, 1), y = words(N, 2), want(N);
-  // The extremes: 255 * 127 and 255 * -128 in every byte, and -128 * 128.
-  x[0] = x[1] = -1, y[0] = 0x7f7f7f7f, y[1] = static_cast<int32_t>(0x80808080u);
-  x[2] = static_cast<int32_t>(0x80808080u), y[2] = static_cast<int32_t>(0x80808080u);
-  for (int64_t k = 0; k < N; ++k) want[k] = naive(x[k], y[k]);
-  CHECK(want[0] == 4 * 255 * 127);
-  CHECK(want[1] == 4 * 255 * -128);
-  CHECK(want[2] == 4 * 128 * -128);
-  for (int64_t k = 0; k < N; ++k) {  // the constant folder agrees
-    const ConstValue v[] = {int64_t{x[k]}, int64_t{y[k]}};
-    CHECK(const_as_int(exec_alu(Op::DOT4, dtypes::int32, v)) == want[k]);
-  }
+TEST_CASE("DOT4 words: every signedness, lane count and accumulator equals the reference") {
+  std::vector<uint32_t> x = words(N, 1), y = words(N, 2), z = words(N, 3);
   CodegenTarget plain = cpu_codegen_target();
   plain.has_vnni = false;
-  for (int64_t lanes : {0, 4, 8, 16})
-    for (const CodegenTarget& t : {plain, cpu_codegen_target()}) {
-      CAPTURE(lanes);
-      CAPTURE(t.has_vnni);
-      CodegenOptions o;
-      o.opts = lanes ? std::vector<Opt>{{OptType::Upcast, 0, lanes}} : std::vector<Opt>{};
-      Kernel k = compile(ast, o, t);
-      std::vector<int32_t> got(N, 12345);
-      k.run({got.data(), x.data(), y.data()});
-      CHECK(got == want);
-      const bool vnni = k.ks.src.find("vpdpbusd") != std::string::npos;
-      CHECK(vnni == (t.has_vnni && lanes > 0));
+  for (const Dot4Arg& s : all_dot4_signs())
+    for (bool loaded_acc : {false, true}) {
+      std::vector<int32_t> want(N);
+      for (int64_t k = 0; k < N; ++k)
+        want[k] = dot4_reference(x[k], y[k], loaded_acc ? int32_t(z[k]) : 0, s);
+      for (int64_t lanes : {0, 4, 8, 16})
+        for (const CodegenTarget& t : {plain, cpu_codegen_target()}) {
+          CAPTURE(arg_to_string(s));
+          CAPTURE(loaded_acc);
+          CAPTURE(lanes);
+          CAPTURE(t.has_vnni);
+          Kernel k = compile(dot4_kernel(s, loaded_acc), lanes_opts(lanes), t);
+          std::vector<int32_t> got(N, 12345);
+          k.run({got.data(), x.data(), y.data(), z.data()});
+          CHECK(got == want);
+          const bool vnni = k.ks.src.find("vpdpbusd") != std::string::npos;
+          CHECK(vnni == (t.has_vnni && s == kVnni && lanes > 0));
+        }
     }
+}
+
+TEST_CASE("DOT4 words: a VNNI target renders uint8 x int8 as vpdpbusd with its accumulator") {
+  // The host's target with VNNI forced on: compiled to IR and to a VNNI CPU's assembly, not run.
+  CodegenTarget vnni = avx512_width_target();
+  vnni.has_vnni = true;
+  LlvmTarget sapphire = cpu_target();
+  sapphire.arch = "sapphirerapids";
+  sapphire.features = "";
+  for (const Dot4Arg& s : all_dot4_signs())
+    for (bool loaded_acc : {false, true})
+      for (int64_t lanes : {4, 8, 16}) {
+        CAPTURE(arg_to_string(s));
+        CAPTURE(loaded_acc);
+        CAPTURE(lanes);
+        const KernelSource ks = codegen(dot4_kernel(s, loaded_acc), vnni, lanes_opts(lanes));
+        const std::string call = fmt::format(
+            "call <{0} x i32> @llvm.x86.avx512.vpdpbusd.{1}(<{0} x i32> ", lanes, 32 * lanes);
+        const size_t at = ks.src.find(call);
+        CHECK((at != std::string::npos) == (s == kVnni));
+        if (at == std::string::npos) continue;
+        // a constant 0 accumulator is zeroinitializer; a loaded one is passed in
+        CHECK((ks.src.compare(at + call.size(), 15, "zeroinitializer") == 0) == !loaded_acc);
+        const std::string asm_text = llvm_compile(sapphire, ks.src, LlvmOutput::Assembly, ks.name);
+        CHECK(asm_text.find("vpdpbusd") != std::string::npos);
+      }
 }

@@ -17,6 +17,7 @@
 #include "runtime/amd/amd_kernargs.h"
 #include "runtime/amd/hip_device.h"
 #include "runtime/llvm_disasm.h"
+#include "test/dot4_reference.h"
 #include "test/mockgpu/mock_device.h"
 
 using namespace ugrad;
@@ -131,13 +132,13 @@ TEST_CASE("emulated: WMMA matmul (f16 and bf16 inputs) matches a double referenc
   }
 }
 
-TEST_CASE("emulated: dot4 matvec (sdot4, udot4, sudot4) matches integer math") {
+TEST_CASE("emulated: dot4 matvec (every int8/uint8 pairing) matches integer math") {
   Mock m;
   std::mt19937 rng(9);
-  for (int kind = 0; kind < 3; ++kind) {
-    CAPTURE(kind);
-    const DType ta = kind == 1 ? dtypes::uint8 : dtypes::int8;
-    const DType tb = kind == 0 ? dtypes::int8 : dtypes::uint8;
+  for (const Dot4Arg& s : all_dot4_signs()) {
+    CAPTURE(arg_to_string(s));
+    const DType ta = s.a_signed ? dtypes::int8 : dtypes::uint8;
+    const DType tb = s.b_signed ? dtypes::int8 : dtypes::uint8;
     const int64_t rows = 40, K = 128;
     std::vector<uint8_t> w(rows * K), x(K);
     for (auto& v : w) v = uint8_t(rng());
@@ -150,39 +151,45 @@ TEST_CASE("emulated: dot4 matvec (sdot4, udot4, sudot4) matches integer math") {
     GpuKernel g = m.run(ast, {po, m.upload(w), m.upload(x)});
     REQUIRE(g.ks.gpu_opts.size() == 1);
     std::vector<int32_t> got = m.download<int32_t>(po, rows);
+    auto word = [](const uint8_t* bytes) {
+      uint32_t v;
+      std::memcpy(&v, bytes, 4);
+      return v;
+    };
     for (int64_t r = 0; r < rows; ++r) {
       int32_t want = 0;
-      for (int64_t t = 0; t < K; ++t) {
-        const int32_t a = ta == dtypes::int8 ? int8_t(w[r * K + t]) : w[r * K + t];
-        const int32_t b = tb == dtypes::int8 ? int8_t(x[t]) : x[t];
-        want += a * b;
-      }
+      for (int64_t t = 0; t < K; t += 4)
+        want = dot4_reference(word(&w[r * K + t]), word(&x[t]), want, s);
       CHECK(got[r] == want);
     }
   }
 }
 
-TEST_CASE("emulated: DOT4 of words (unsigned x signed bytes) is v_dot4 and matches byte math") {
+TEST_CASE("emulated: DOT4 of words (every signedness, an accumulator) is v_dot4 and matches") {
   Mock m;
   std::mt19937 rng(11);
   const int64_t n = 300;
-  std::vector<uint32_t> x(n), y(n);
-  for (auto& v : x) v = uint32_t(rng());
-  for (auto& v : y) v = uint32_t(rng());
-  x[0] = 0xffffffffu, y[0] = 0x80808080u;  // 255 * -128 in every byte
-  UOp out = buf(0, dtypes::int32, n), a = buf(1, dtypes::int32, n), b = buf(2, dtypes::int32, n);
+  const std::vector<uint32_t> extremes = extreme_dot4_words();
+  std::vector<uint32_t> x(n), y(n), z(n);
+  for (auto* w : {&x, &y, &z})
+    for (auto& v : *w) v = uint32_t(rng());
+  for (size_t q = 0; q < extremes.size() * extremes.size(); ++q)  // every pair of extremes
+    x[q] = extremes[q / extremes.size()], y[q] = extremes[q % extremes.size()];
+  UOp out = buf(0, dtypes::int32, n), a = buf(1, dtypes::int32, n), b = buf(2, dtypes::int32, n),
+      c = buf(3, dtypes::int32, n);
   UOp i = UOp::range(n, 0);
-  uint64_t po = m.upload(std::vector<int32_t>(n));
-  GpuKernel g = m.run(sink({store(out, i, load(a, i).alu(Op::DOT4, load(b, i)))}),
-                      {po, m.upload(x), m.upload(y)});
-  CHECK(disassemble_amdgpu(g.bin.code_object).find("v_dot4_i32_iu8") != std::string::npos);
-  std::vector<int32_t> got = m.download<int32_t>(po, n);
-  for (int64_t q = 0; q < n; ++q) {
-    int32_t want = 0;
-    for (int s = 0; s < 32; s += 8) want += int32_t((x[q] >> s) & 255) * int8_t((y[q] >> s) & 255);
-    CHECK(got[q] == want);
+  for (const Dot4Arg& s : all_dot4_signs()) {
+    CAPTURE(arg_to_string(s));
+    uint64_t po = m.upload(std::vector<int32_t>(n));
+    UOp dot = UOp::make(Op::DOT4, dtypes::int32, {load(a, i), load(b, i), load(c, i)}, s);
+    GpuKernel g = m.run(sink({store(out, i, dot)}), {po, m.upload(x), m.upload(y), m.upload(z)});
+    CHECK(disassemble_amdgpu(g.bin.code_object).find("v_dot4_i32_iu8") != std::string::npos);
+    std::vector<int32_t> got = m.download<int32_t>(po, n);
+    for (int64_t q = 0; q < n; ++q) {
+      CAPTURE(q);
+      CHECK(got[q] == dot4_reference(x[q], y[q], int32_t(z[q]), s));
+    }
   }
-  CHECK(got[0] == 4 * 255 * -128);
 }
 
 TEST_CASE("emulated: f64 exp2/log2/sin decompositions on the GPU") {

@@ -99,26 +99,27 @@ TEST_CASE("kernel builder: a WMMA in a workgroup of less than a wave is an Error
 }
 
 TEST_CASE("kernel builder: dot4 over a reduce, with the accumulator chained") {
+  // int8 x int8 over words of 4 bytes (K/4 words per row)
   KernelBuilder kb;
   const int64_t rows = 128, K = 64;
-  UOp out = kb.buffer(dtypes::int32, rows), w = kb.buffer(dtypes::int8, rows * K),
-      x = kb.buffer(dtypes::int8, K);
+  UOp out = kb.buffer(dtypes::int32, rows), w = kb.buffer(dtypes::int32, rows * K / 4),
+      x = kb.buffer(dtypes::int32, K / 4);
   UOp g = kb.global(rows / 32), l = kb.local(32), k4 = kb.reduce_range(K / 4);
   UOp r = g * 32 + l;
-  std::vector<UOp> va, vb;
-  for (int64_t j = 0; j < 4; ++j) {
-    va.push_back(kb.load(w, r * K + k4 * 4 + j));
-    vb.push_back(kb.load(x, k4 * 4 + j));
-  }
-  UOp part = KernelBuilder::dot4("sdot4", KernelBuilder::vectorize(va),
-                                 KernelBuilder::vectorize(vb), UOp::cnst_int(dtypes::int32, 0));
+  const UOp zero = UOp::cnst_int(dtypes::int32, 0);
+  const Dot4Arg signed_bytes{.a_signed = true, .b_signed = true};
+  UOp part = KernelBuilder::dot4(kb.load(w, r * (K / 4) + k4), kb.load(x, k4), zero, signed_bytes);
   kb.store(out, r, KernelBuilder::reduce(part, Op::ADD, {k4}));
   GpuKernel k = gpu_compile(kb.build(), kNoopt);
   CHECK(k.global() == std::vector<int64_t>{4});
   CHECK(k.isa().find("v_dot4_i32_iu8") != std::string::npos);
-  CHECK(k.ks.src.find("call i32 @llvm.amdgcn.sdot4(i32 %v") != std::string::npos);
-  CHECK_THROWS_AS(
-      KernelBuilder::dot4("xdot4", KernelBuilder::vectorize(va), KernelBuilder::vectorize(vb),
-                          UOp::cnst_int(dtypes::int32, 0)),
-      Error);
+  // acc + DOT4(a, b, 0) became DOT4(a, b, acc): no literal 0 accumulator is left
+  CHECK(k.ks.src.find("call i32 @llvm.amdgcn.sudot4(i1 true, i32 %v") != std::string::npos);
+  CHECK(k.ks.src.find("i32 0, i1 false)") == std::string::npos);
+  // words are int32 (or uint32) scalars, the accumulator of their dtype
+  const UOp byte = kb.load(kb.buffer(dtypes::int8, 4), UOp::cnst_int(dtypes::index, 0));
+  CHECK_THROWS_AS(KernelBuilder::dot4(byte, byte, zero, signed_bytes), Error);
+  CHECK_THROWS_AS(KernelBuilder::dot4(kb.load(x, k4), kb.load(x, k4),
+                                      UOp::cnst_int(dtypes::uint32, 0), signed_bytes),
+                  Error);
 }

@@ -1,6 +1,7 @@
 // GPU optimizations on gfx1100: group reductions through LDS and tensor cores (WMMA), chosen by
 // the heuristic or forced, checked in the IR, the code object metadata and the ISA.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include "base/error.h"
 #include "codegen/opt/gpu_opts.h"
@@ -121,27 +122,34 @@ TEST_CASE("tensor cores: ineligible matmuls are left alone") {
   CHECK_THROWS_AS(gpu_compile(matmul(dtypes::float32, dtypes::float32, 32, 32, 32), o), Error);
 }
 
-TEST_CASE("dot4: int8 multiply-accumulate reductions become v_dot4") {
+TEST_CASE("dot4: int8 multiply-accumulate reductions become v_dot4_i32_iu8") {
+  // One DOT4 op for every signedness: v_dot4_i32_iu8 with a sign bit per source (the call's i1s).
   struct Case {
     DType a, b, acc;
-    const char* intrinsic;
-    const char* isa;
   };
   const Case cases[] = {
-      {dtypes::int8, dtypes::int8, dtypes::int32, "llvm.amdgcn.sdot4", "v_dot4_i32_iu8"},
-      {dtypes::uint8, dtypes::uint8, dtypes::uint32, "llvm.amdgcn.udot4", "v_dot4_u32_u8"},
-      {dtypes::uint8, dtypes::int8, dtypes::int32, "llvm.amdgcn.sudot4", "v_dot4_i32_iu8"},
+      {dtypes::int8, dtypes::int8, dtypes::int32},
+      {dtypes::uint8, dtypes::uint8, dtypes::uint32},
+      {dtypes::uint8, dtypes::int8, dtypes::int32},
+      {dtypes::int8, dtypes::uint8, dtypes::int32},
   };
   for (const Case& c : cases) {
-    CAPTURE(c.intrinsic);
+    CAPTURE(to_string(c.a));
+    CAPTURE(to_string(c.b));
     const int64_t rows = 64, K = 256;
     UOp out = buf(0, c.acc, rows), w = buf(1, c.a, rows * K), x = buf(2, c.b, K);
     UOp i = UOp::range(rows, 0), k = UOp::range(K, 1, AxisType::Reduce);
     UOp prod = load(w, i * K + k).cast(c.acc) * load(x, k).cast(c.acc);
     GpuKernel g = gpu_compile(sink({store(out, i, reduce(prod, Op::ADD, {k}))}));
     CHECK(g.ks.gpu_opts == std::vector<GpuOpt>{{GpuOptType::Dot4, 1, 4}});
-    CHECK(g.ks.src.find(c.intrinsic) != std::string::npos);
-    CHECK(g.isa().find(c.isa) != std::string::npos);
+    const size_t at = g.ks.src.find("call i32 @llvm.amdgcn.sudot4(");
+    REQUIRE(at != std::string::npos);
+    const std::string call = g.ks.src.substr(at, g.ks.src.find('\n', at) - at);
+    CAPTURE(call);
+    CHECK(call.find(fmt::format("(i1 {}, i32 %v", c.a == dtypes::int8)) != std::string::npos);
+    CHECK(call.find(fmt::format(", i1 {}, i32 %v", c.b == dtypes::int8)) != std::string::npos);
+    CHECK(call.find("i32 0, i1 false)") == std::string::npos);  // the accumulator fused in place
+    CHECK(g.isa().find("v_dot4_i32_iu8") != std::string::npos);
   }
   // int32 x int32 is not an int8 dot product
   UOp out = buf(0, dtypes::int32, 4), w = buf(1, dtypes::int32, 4 * 64);

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "base/float16.h"
+#include "test/dot4_reference.h"
 #include "uop/alu.h"
 
 using namespace ugrad;
@@ -171,4 +172,35 @@ TEST_CASE("alu: BITCAST reinterprets bits between same-size dtypes") {
   CHECK_THROWS_AS(run(Op::BITCAST, dtypes::int32, {F(1.0)}, dtypes::float16), InternalError);
   CHECK_THROWS_AS(run(Op::FDIV, dtypes::int32, {I(1), I(2)}), InternalError);
   CHECK_THROWS_AS(run(Op::LOAD, dtypes::int32, {I(1)}), InternalError);
+}
+
+TEST_CASE("alu: DOT4 adds the 4 byte products of two words to acc, each side int8 or uint8") {
+  auto dot4 = [](uint32_t a, uint32_t b, int64_t acc, Dot4Arg signs, DType t = dtypes::int32) {
+    const ConstValue v[] = {I(int32_t(a)), I(int32_t(b)), I(acc)};
+    return std::get<int64_t>(exec_alu(Op::DOT4, t, v, t, signs));
+  };
+  for (const Dot4Arg& s : test::all_dot4_signs())
+    for (uint32_t a : test::extreme_dot4_words())
+      for (uint32_t b : test::extreme_dot4_words())
+        for (int32_t acc : {0, -7, std::numeric_limits<int32_t>::max()}) {
+          CAPTURE(arg_to_string(s));
+          CAPTURE(a);
+          CAPTURE(b);
+          CHECK(dot4(a, b, acc, s) == test::dot4_reference(a, b, acc, s));
+        }
+  // The extreme bytes, worked out by hand: 255 and 127, 255 and -128, -128 and -128, -1 and -1.
+  const Dot4Arg uu{false, false}, us{false, true}, su{true, false}, ss{true, true};
+  CHECK(dot4(0xffffffffu, 0x7f7f7f7fu, 0, us) == 4 * 255 * 127);
+  CHECK(dot4(0xffffffffu, 0x80808080u, 0, us) == 4 * 255 * -128);
+  CHECK(dot4(0x80808080u, 0xffffffffu, 0, su) == 4 * -128 * 255);
+  CHECK(dot4(0x80808080u, 0x80808080u, 0, ss) == 4 * 128 * 128);
+  CHECK(dot4(0xffffffffu, 0xffffffffu, 0, ss) == 4);
+  CHECK(dot4(0xffffffffu, 0xffffffffu, 0, uu) == 4 * 255 * 255);
+  CHECK(dot4(0x000000ffu, 0x00000080u, 10, ss) == 10 + 128);
+  // the sum wraps to the accumulator's 32 bits; unsigned x unsigned into uint32
+  CHECK(dot4(0xffffffffu, 0xffffffffu, std::numeric_limits<int32_t>::max(), uu) ==
+        int32_t(uint32_t(0x7fffffffu + 4 * 255 * 255)));
+  CHECK(dot4(0xffffffffu, 0xffffffffu, 0xffffffffll, uu, dtypes::uint32) == 4 * 255 * 255 - 1);
+  const ConstValue v[] = {I(1), I(1), I(0)};
+  CHECK_THROWS_AS(exec_alu(Op::DOT4, dtypes::int32, v), InternalError);  // no Dot4Arg
 }
