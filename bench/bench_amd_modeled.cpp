@@ -88,27 +88,42 @@ std::vector<ModelShape> shapes() {
 struct Modeled {
   double seconds = 0, dram_bytes = 0;
   size_t launches = 0;
+  std::vector<std::string> slowest;  // the costliest launches, described
 };
 Modeled modeled(const std::string& lib) {
   Modeled m;
+  std::vector<std::pair<double, std::string>> each;
   for (const mockgpu::LaunchRecord& r : mockgpu::launch_records(lib)) {
     mockgpu::ModeledTime t = mockgpu::model_launch(r.counters);
     m.seconds += t.seconds;
     m.dram_bytes += t.dram_bytes;
     ++m.launches;
+    each.emplace_back(t.seconds, mockgpu::describe_launch(r.kernel, r.counters, t));
   }
+  std::sort(each.begin(), each.end(), std::greater<>());
+  for (size_t i = 0; i < each.size() && i < 4; ++i) m.slowest.push_back(each[i].second);
   mockgpu::clear_launch_records(lib);
   return m;
 }
 
+// Sums and differences of whole steps (the costliest launches stay the left operand's).
 Modeled operator-(Modeled a, const Modeled& b) {
-  return {a.seconds - b.seconds, a.dram_bytes - b.dram_bytes, a.launches - b.launches};
+  a.seconds -= b.seconds;
+  a.dram_bytes -= b.dram_bytes;
+  a.launches -= b.launches;
+  return a;
 }
 Modeled operator+(Modeled a, const Modeled& b) {
-  return {a.seconds + b.seconds, a.dram_bytes + b.dram_bytes, a.launches + b.launches};
+  a.seconds += b.seconds;
+  a.dram_bytes += b.dram_bytes;
+  a.launches += b.launches;
+  return a;
 }
 Modeled operator*(double k, Modeled a) {
-  return {k * a.seconds, k * a.dram_bytes, static_cast<size_t>(k * double(a.launches))};
+  a.seconds *= k;
+  a.dram_bytes *= k;
+  a.launches = static_cast<size_t>(k * double(a.launches));
+  return a;
 }
 
 struct Step {
@@ -199,6 +214,10 @@ int main(int argc, char** argv) {
     report("decode", whole(one.decode, two.decode), 1, s.ref_decode_generic, s.ref_decode_hand);
     report("prefill", whole(one.prefill, two.prefill), kChunk, s.ref_prefill_generic,
            s.ref_prefill_hand);
+    for (const auto& [phase, m] : {std::pair{"decode", &one.decode}, {"prefill", &one.prefill}}) {
+      std::printf("  costliest launches of one unit's %s:\n", phase);
+      for (const std::string& d : m->slowest) std::printf("    %s\n", d.c_str());
+    }
   }
   return 0;
 }
