@@ -16,12 +16,14 @@ namespace ugrad {
 namespace {
 
 // Group reduce tiers, first match wins: when the outputs alone cannot fill the GPU, wide groups;
-// with more outputs (a matvec) only when the reduce axis is contiguous in every load, so the
-// lanes of a wave read adjacent elements (a reduce over an outer axis is already coalesced
-// across output threads). Each lane still reduces at least kMinPerLane elements.
+// with more outputs (a matvec) only when that makes the lanes of a wave read adjacent bytes: the
+// reduce axis is contiguous in every load, or the loads are not coalesced across outputs anyway
+// (a quantized weight row: lanes on adjacent rows read a row's bytes apart, one 128-byte line
+// each, while lanes along its reduce read neighbouring blocks). A reduce over an outer axis is
+// already coalesced across output threads. Each lane still reduces at least kMinPerLane elements.
 struct GroupTier {
   int64_t max_outputs;
-  bool contiguous_only;
+  bool coalescing_only;
   int64_t lanes[4];  // tried in order; 0 ends the list
 };
 constexpr GroupTier kGroupTiers[] = {
@@ -43,8 +45,9 @@ int64_t extent(const UOp& r) {
   return r.src(0).is_const() ? r.src(0).const_int() : int64_t(r.src(0).vmax());
 }
 
-// Every load that moves with `r` steps by one element.
-bool contiguous_in_loads(const UOp& ast, const UOp& r) {
+// Every load steps by at most one element with `r`: lanes on adjacent values of r read
+// adjacent elements (a load whose index is not affine in r counts as scattered).
+bool coalesced_along(const UOp& ast, const UOp& r) {
   for (const UOp& u : ast.toposort()) {
     if (u.op() != Op::LOAD || u.src(0).op() != Op::INDEX) continue;
     const auto c = affine_coefficient(u.src(0).src(1), r);
@@ -70,10 +73,10 @@ std::vector<GpuOpt> gpu_heuristic_opts(const UOp& ast, const CodegenTarget& targ
   if (target.has_dot4)
     if (auto d = dot4_axis(ast)) return {{GpuOptType::Dot4, *d, kDot4Width}};
   int64_t outputs = 1;
-  UOp longest;
+  UOp longest, innermost_output;
   for (const UOp& r : kernel_ranges(ast)) {
     const AxisType t = r.arg_as<RangeArg>().type;
-    if (t == AxisType::Loop) outputs *= std::max<int64_t>(1, extent(r));
+    if (t == AxisType::Loop) outputs *= std::max<int64_t>(1, extent(r)), innermost_output = r;
     if (t == AxisType::Reduce && r.src(0).is_const() && (!longest || extent(r) > extent(longest)))
       longest = r;
   }
@@ -90,7 +93,9 @@ std::vector<GpuOpt> gpu_heuristic_opts(const UOp& ast, const CodegenTarget& targ
   if (extent(longest) < kGroupReduceMinExtent) return {};
   for (const GroupTier& tier : kGroupTiers) {
     if (outputs > tier.max_outputs) continue;
-    if (tier.contiguous_only && !contiguous_in_loads(ast, longest)) return {};
+    if (tier.coalescing_only && !coalesced_along(ast, longest) && innermost_output &&
+        coalesced_along(ast, innermost_output))
+      return {};
     for (int64_t lanes : tier.lanes)
       if (lanes > 0 && extent(longest) % lanes == 0 && extent(longest) / lanes >= kMinPerLane)
         return {{GpuOptType::GroupReduce, longest.arg_as<RangeArg>().axis, lanes}};
