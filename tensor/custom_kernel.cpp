@@ -1,5 +1,7 @@
 #include "tensor/custom_kernel.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 #include "schedule/custom_kernel.h"
 #include "schedule/schedule.h"

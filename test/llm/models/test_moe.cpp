@@ -49,7 +49,7 @@ std::vector<float> decode(const GgufTensor* t) {
 struct HostMoe {
   std::vector<float> router, gate, up, down, shared_gate, shared_up, shared_down, shared_gate_inp;
   int64_t k = 0;
-  bool int8_shared = false;  // a Q4_K shared expert rounds its inputs to int8 (llm/kernels/linear.h)
+  bool int8_shared = false;  // Q4_K shared experts round inputs to int8 (llm/kernels/linear.h)
 };
 
 HostMoe host_weights(const LayerWeights& lw, int64_t k) {
