@@ -180,3 +180,16 @@ TEST_CASE("device features: what a hand-written kernel may ask of a device") {
   CHECK(gfx.int8_dot);
   CHECK(gfx.lds_bytes == 65536);
 }
+
+TEST_CASE("custom kernel: one kernel's output feeds another, both in one schedule") {
+  std::vector<float> xs = iota_floats(kN, 1.0f);
+  Tensor x = Tensor::from_vector(xs, {kN});
+  UOp ast = affine_kernel();
+  Tensor y = custom_kernel(ast, {Tensor::empty({kN}, dtypes::float32, x.device()), x})[0];
+  Tensor z = custom_kernel(ast, {Tensor::empty({kN}, dtypes::float32, x.device()), y})[0];
+  Schedule s = schedule_of(z);
+  REQUIRE(s.items.size() == 2);  // x is realized; y's buffer is z's input as it is
+  CHECK(s.items[1].buffers[1] == s.items[0].buffers[0]);
+  std::vector<float> got = z.to_vector<float>();
+  for (int64_t i = 0; i < kN; ++i) CHECK(got[i] == (xs[i] * 3.0f + float(i)) * 3.0f + float(i));
+}
