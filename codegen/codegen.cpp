@@ -12,6 +12,7 @@
 #include "base/env.h"
 #include "base/error.h"
 #include "codegen/cost.h"
+#include "codegen/kernel_builder.h"
 #include "codegen/lower/cpu_workgroups.h"
 #include "codegen/lower/decomp.h"
 #include "codegen/lower/expand.h"
@@ -240,9 +241,9 @@ KernelSource codegen(const UOp& kernel, const CodegenTarget& target,
 
   // A named AST is hand-written (kernel_builder.h): its schedule is the author's, not the
   // heuristics'.
-  const bool hand_written = std::holds_alternative<std::string>(kernel.arg());
-  const bool noopt =
-      hand_written || (options.noopt < 0 ? knob_int(Knob::NOOPT) != 0 : options.noopt != 0);
+  const std::string hand_written = hand_written_name(kernel);
+  const bool noopt = !hand_written.empty() ||
+                     (options.noopt < 0 ? knob_int(Knob::NOOPT) != 0 : options.noopt != 0);
   PassState st{target, options, noopt, ks, {}};
   UOp k = run_passes(kOptPasses, kernel, st);
   ks.opts_desc = to_string(ks.opts);
@@ -250,7 +251,7 @@ KernelSource codegen(const UOp& kernel, const CodegenTarget& target,
     if (!ks.opts_desc.empty()) ks.opts_desc += ' ';
     ks.opts_desc += to_string(ks.gpu_opts);
   }
-  ks.name = unique_name(hand_written ? kernel.arg_as<std::string>() : base_name(k), kernel.hash());
+  ks.name = unique_name(!hand_written.empty() ? hand_written : base_name(k), kernel.hash());
   ks.entry = ks.name;
   // the AST's structural hash: what every cache keys on, and what tells two kernels apart
   if (debug >= 3)

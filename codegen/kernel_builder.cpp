@@ -11,6 +11,12 @@ namespace {
 UOp idx(int64_t v) { return UOp::cnst_int(dtypes::index, v); }
 }  // namespace
 
+std::string hand_written_name(const UOp& ast) {
+  return ast.op() == Op::SINK && std::holds_alternative<std::string>(ast.arg())
+             ? ast.arg_as<std::string>()
+             : std::string();
+}
+
 UOp KernelBuilder::buffer(DType dtype, int64_t count) {
   const int64_t slot = next_slot_++;
   return UOp::make(Op::PARAM, dtype.ptr(), {},

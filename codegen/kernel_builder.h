@@ -23,6 +23,9 @@
 
 namespace ugrad {
 
+/// The name of a hand-written kernel AST (KernelBuilder::build(name)); empty for any other AST.
+std::string hand_written_name(const UOp& ast);
+
 class KernelBuilder {
  public:
   /// Buffer parameter slot 0, 1, ... (outputs first, by convention) of `count` elements.

@@ -131,7 +131,7 @@ class AstBuilder {
 ScheduleItem copy_item(const UOp& node, const std::unordered_map<UOp, UOp>& buffers) {
   UOp src = node.src(0);
   if (auto it = buffers.find(src); it != buffers.end()) src = it->second;
-  while (src.op() != Op::BUFFER) src = src.src(0);  // a realized view
+  src = base_buffer(src);  // a realized view
   const BufferArg& from = src.arg_as<BufferArg>();
   UOp param = UOp::make(Op::PARAM, src.dtype().ptr(), {}, ParamArg{1, "data1", 0, from.size});
   UOp ast = UOp::make(Op::COPY, node.dtype(), {param}, node.arg_as<std::string>());
@@ -144,10 +144,8 @@ ScheduleItem custom_kernel_item(const UOp& node, const std::unordered_map<UOp, U
   ScheduleItem item{kernel_ast(node), {}};
   for (const UOp& s : node.src()) {
     if (s.op() == Op::PARAM) continue;  // a variable: passed by name at launch
-    UOp b = s;
-    if (auto it = buffers.find(s); it != buffers.end()) b = it->second;
-    while (b.op() != Op::BUFFER) b = b.src(0);
-    item.buffers.push_back(b);
+    auto it = buffers.find(s);
+    item.buffers.push_back(base_buffer(it != buffers.end() ? it->second : s));
   }
   return item;
 }

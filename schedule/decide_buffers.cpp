@@ -21,11 +21,6 @@ namespace ugrad {
 
 namespace {
 
-UOp base_buffer(UOp view) {
-  while (view.op() != Op::BUFFER) view = view.src(0);
-  return view;
-}
-
 // The device each node's readers run on, for graphs of constants, which name none: a buffer
 // holding one lives where the kernel reading it runs (not on the default device).
 std::unordered_map<UOp, std::string> reader_devices(const std::vector<UOp>& topo) {

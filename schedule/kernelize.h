@@ -14,6 +14,12 @@ struct BufferPlan {
   std::vector<UOp> kernels;              // the nodes with a kernel (or a copy), in graph order
 };
 
+/// The BUFFER under a view of one (a chain of movement ops).
+inline UOp base_buffer(UOp view) {
+  while (view.op() != Op::BUFFER) view = view.src(0);
+  return view;
+}
+
 /// Stage 1 (decide_buffers.cpp): which nodes of the graph of `roots` get a buffer.
 BufferPlan decide_buffers(const std::vector<UOp>& roots);
 /// Stage 2 (build_kernels.cpp): one kernel per node of plan.kernels (none for an empty one), in

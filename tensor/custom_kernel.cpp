@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "codegen/kernel_builder.h"
 #include "schedule/custom_kernel.h"
 #include "schedule/schedule.h"
 
@@ -21,9 +22,8 @@ int64_t max_elements(const Tensor& t) {
 std::vector<Tensor> custom_kernel(const UOp& ast, const std::vector<Tensor>& buffers,
                                   const std::vector<UOp>& variables) {
   const int64_t id = register_kernel_ast(ast);
-  const std::string name = std::holds_alternative<std::string>(ast.arg())
-                               ? ast.arg_as<std::string>()
-                               : std::string("unnamed");
+  std::string name = hand_written_name(ast);
+  if (name.empty()) name = "unnamed";
   const KernelSlots slots = kernel_slots(ast);
   if (buffers.size() != slots.params.size())
     fail("custom kernel {}: takes {} buffers, got {}", name, slots.params.size(), buffers.size());
