@@ -1,0 +1,215 @@
+#include "llm/kernels/int8_units.h"
+
+#include "llm/quant/blocks.h"
+#include "llm/quant/iq4_tables.h"
+
+namespace ugrad::llm {
+namespace {
+
+UOp u32(int64_t v) { return UOp::cnst_int(dtypes::uint32, v); }
+UOp u64(int64_t v) { return UOp::cnst_int(dtypes::uint64, v); }
+UOp f32(double v) { return UOp::cnst(dtypes::float32, v); }
+UOp index(int64_t v) { return UOp::cnst_int(dtypes::index, v); }
+UOp operator&(const UOp& a, int64_t m) { return a.alu(Op::AND, a.const_int_like(m)); }
+UOp operator|(const UOp& a, const UOp& b) { return a.alu(Op::OR, b); }
+UOp shr(const UOp& a, const UOp& s) { return a.alu(Op::SHR, s); }
+UOp shr(const UOp& a, int64_t s) { return shr(a, a.const_int_like(s)); }
+UOp shl(const UOp& a, int64_t s) { return a.alu(Op::SHL, a.const_int_like(s)); }
+// An index expression as a uint32 shift amount or operand.
+UOp as_u32(const UOp& i) { return i.cast(dtypes::uint32); }
+UOp to_f32(const UOp& v) { return v.cast(dtypes::float32); }
+UOp as_levels(const UOp& w) { return UOp::make(Op::BITCAST, dtypes::int32, {w}); }
+
+// Byte k (an index expression in [0, 4 * words.size())) of little-endian words, as uint32.
+UOp select_byte(const std::vector<UOp>& words, const UOp& k) {
+  UOp w = words.back();
+  for (int64_t i = static_cast<int64_t>(words.size()) - 2; i >= 0; --i)
+    w = k.lt(4 * (i + 1)).where(words[i], w);
+  return shr(w, as_u32(k % 4) * 8) & 255;
+}
+
+// The 16 bytes at `off`, as 4 words.
+std::array<UOp, 4> words16(const BlockBytes& b, const UOp& off, bool off_aligned) {
+  std::array<UOp, 4> w;
+  for (int k = 0; k < 4; ++k) w[k] = b.word(off + 4 * k, off_aligned);
+  return w;
+}
+
+constexpr int64_t kLow4 = 0x0F0F0F0F;
+
+// The 4-bit formats whose 16 quant bytes hold elements i (low nibbles) and i + 16 (high):
+// Q4_0 and IQ4_XS's sub-blocks.
+Unit nibble_halves(const std::array<UOp, 4>& q, const UOp& first, const UOp& scale,
+                   const UOp& min) {
+  Unit u;
+  for (int k = 0; k < 4; ++k) {
+    u[0].levels[k] = as_levels(q[k] & kLow4);
+    u[1].levels[k] = as_levels(shr(q[k], 4) & kLow4);
+  }
+  u[0] = {u[0].levels, first, scale, min};
+  u[1] = {u[1].levels, first + 16, scale, min};
+  return u;
+}
+
+// Q4_0: one unit per block; value = d * (q - 8).
+Unit q4_0_unit(const BlockBytes& b, const UOp&, const UOp&) {
+  UOp d = b.f16(q4_0::kD);
+  return nibble_halves(words16(b, index(q4_0::kQs), false), index(0), d,
+                       d * f32(q4_0::kOffset));
+}
+
+// Q8_0: one unit per block, elements 0..15 and 16..31; value = d * q (int8).
+Unit q8_0_unit(const BlockBytes& b, const UOp&, const UOp&) {
+  UOp d = b.f16(q8_0::kD);
+  Unit u;
+  for (int h = 0; h < 2; ++h) {
+    std::array<UOp, 4> q = words16(b, index(q8_0::kQs + 16 * h), false);
+    for (int k = 0; k < 4; ++k) u[h].levels[k] = as_levels(q[k]);
+    u[h].element = index(16 * h);
+    u[h].scale = d;
+  }
+  return u;
+}
+
+// Q4_K and Q5_K: unit j = bytes 16h..16h+15 (h = j % 2) of the 32 quant bytes of sub-blocks
+// 2g and 2g+1 (g = j / 2): the low nibbles are elements 16h.. of sub-block 2g, the high ones of
+// 2g+1. A sub-block's 6-bit scale and min come from the 12 packed bytes (unpack_scale_min_k4).
+// Q5_K adds the fifth bit of element l of sub-block s: bit s of qh[l].
+Unit k4_unit(const BlockBytes& b, const UOp& j, size_t qs, int64_t qh) {
+  const UOp g = j.idiv(2), h = j % 2;
+  std::array<UOp, 4> q = words16(b, index(static_cast<int64_t>(qs)) + g * 32 + h * 16, true);
+  std::array<UOp, 4> high;
+  if (qh >= 0) high = words16(b, index(qh) + h * 16, true);
+  const std::vector<UOp> packed{b.word(q4_k::kScales), b.word(q4_k::kScales + 4),
+                                b.word(q4_k::kScales + 8)};
+  const UOp d = b.f16(q4_k::kD), dmin = b.f16(q4_k::kDmin);
+  Unit u;
+  for (int half = 0; half < 2; ++half) {
+    const UOp s = g * 2 + half;  // the sub-block
+    for (int k = 0; k < 4; ++k) {
+      UOp lv = shr(q[k], 4 * half) & kLow4;
+      if (qh >= 0) lv = lv | shl(shr(high[k], as_u32(s)) & 0x01010101, 4);
+      u[half].levels[k] = as_levels(lv);
+    }
+    // Sub-blocks 0-3: the low 6 bits of bytes s and s+4; 4-7: the nibbles of byte s+4 with the
+    // top 2 bits of bytes s-4 and s.
+    const UOp lo = s.lt(4), hi_byte = select_byte(packed, s + 4);
+    const UOp sc = lo.where(select_byte(packed, s) & 63,
+                            (hi_byte & 15) | shl(shr(select_byte(packed, s % 4), 6), 4));
+    const UOp m = lo.where(hi_byte & 63, shr(hi_byte, 4) | shl(shr(select_byte(packed, s), 6), 4));
+    u[half].element = s * 32 + h * 16;
+    u[half].scale = d * to_f32(sc);
+    u[half].min = dmin * to_f32(m);
+  }
+  return u;
+}
+Unit q4_k_unit(const BlockBytes& b, const UOp& j, const UOp&) {
+  return k4_unit(b, j, q4_k::kQs, -1);
+}
+Unit q5_k_unit(const BlockBytes& b, const UOp& j, const UOp&) {
+  return k4_unit(b, j, q5_k::kQs, static_cast<int64_t>(q5_k::kQh));
+}
+
+// Q6_K: unit j = (n, a, h) = (j / 4, j / 2 % 2, j % 2) reads ql[64n + 32a + 16h ..] and
+// qh[32n + 16h ..]: the low nibbles with qh bits 2a, 2a+1 are elements 128n + 32a + 16h + i
+// (sub-block 8n + 2a + h), the high nibbles with bits 4+2a, 5+2a the same plus 64 (sub-block
+// + 4). value = d * scale[s] * (q - 32), scale int8.
+Unit q6_k_unit(const BlockBytes& b, const UOp& j, const UOp&) {
+  const UOp n = j.idiv(4), a = j.idiv(2) % 2, h = j % 2;
+  std::array<UOp, 4> ql = words16(b, n * 64 + a * 32 + h * 16, false);
+  std::array<UOp, 4> qh =
+      words16(b, index(static_cast<int64_t>(q6_k::kQh)) + n * 32 + h * 16, false);
+  const UOp d = b.f16(q6_k::kD);
+  std::vector<UOp> scales;
+  for (int64_t k = 0; k < 16; k += 4) scales.push_back(b.word(q6_k::kScales + k));
+  Unit u;
+  for (int half = 0; half < 2; ++half) {
+    const UOp hshift = as_u32(a * 2 + 4 * half);
+    for (int k = 0; k < 4; ++k)
+      u[half].levels[k] = as_levels((shr(ql[k], 4 * half) & kLow4) |
+                                    shl(shr(qh[k], hshift) & 0x03030303, 4));
+    const UOp s = n * 8 + a * 2 + h + 4 * half;
+    const UOp sc = select_byte(scales, s).cast(dtypes::uint8).cast(dtypes::int8);
+    u[half].element = n * 128 + a * 32 + h * 16 + 64 * half;
+    u[half].scale = d * to_f32(sc);
+    u[half].min = u[half].scale * f32(q6_k::kOffset);
+  }
+  return u;
+}
+
+// IQ4_XS: unit j = sub-block j, its 16 quant bytes as Q4_0's; each nibble's level from the
+// table (kIQ4NLValues), 4 at a time by quant byte; value = d * (ls - 32) * level with the 6-bit
+// ls from scales_l (4 bits) and scales_h (2 bits).
+Unit iq4_xs_unit(const BlockBytes& b, const UOp& j, const UOp& table) {
+  const UOp head = b.word(iq4_xs::kD), lows = b.word(iq4_xs::kScalesL), d = b.f16(iq4_xs::kD);
+  const UOp low = shr(select_byte({lows}, j.idiv(2)), as_u32(j % 2) * 4) & 15;
+  const UOp ls = low | shl(shr(shr(head, 16), as_u32(j) * 2) & 3, 4);
+  const UOp scale = d * (to_f32(ls) - f32(iq4_xs::kScaleOffset));
+  std::array<UOp, 4> q = words16(b, index(static_cast<int64_t>(iq4_xs::kQs)) + j * 16, true);
+  const KernelBuilder& kb = *b.kb;
+  Unit u;
+  for (int k = 0; k < 4; ++k) {
+    UOp lo = u32(0), hi = u32(0);
+    for (int i = 0; i < 4; ++i) {
+      const UOp e = kb.load(table, (shr(q[k], 8 * i) & 255).cast(dtypes::index));
+      lo = lo | shl(e & 255, 8 * i);
+      hi = hi | shl(shr(e, 8) & 255, 8 * i);
+    }
+    u[0].levels[k] = as_levels(lo);
+    u[1].levels[k] = as_levels(hi);
+  }
+  u[0].element = j * 32;
+  u[1].element = j * 32 + 16;
+  u[0].scale = u[1].scale = scale;
+  return u;
+}
+
+const UnitFormat kFormats[] = {
+    {GgmlType::Q4_0, 1, false, false, q4_0_unit},
+    {GgmlType::Q8_0, 1, true, false, q8_0_unit},
+    {GgmlType::Q4_K, 8, false, false, q4_k_unit},
+    {GgmlType::Q5_K, 8, false, false, q5_k_unit},
+    {GgmlType::Q6_K, 8, false, false, q6_k_unit},
+    {GgmlType::IQ4_XS, 8, true, true, iq4_xs_unit},
+};
+
+}  // namespace
+
+UOp BlockBytes::word(const UOp& off, bool off_aligned) const {
+  const UOp at = start + off;
+  if (aligned4 && off_aligned) return kb->load(words, at.idiv(4), valid);
+  // Two words joined: the 4 bytes start `shift` bits into the first one (0 or 16). The second
+  // word is read only when the bytes reach into it.
+  const UOp first = at.idiv(4), shift = as_u32(at % 4) * 8;
+  const UOp reaches = valid.alu(Op::AND, (at % 4).ne(index(0)));
+  const UOp lo = kb->load(words, first, valid).cast(dtypes::uint64);
+  const UOp hi = kb->load(words, first + 1, reaches).cast(dtypes::uint64);
+  return shr(lo | hi.alu(Op::SHL, u64(32)), shift.cast(dtypes::uint64)).cast(dtypes::uint32);
+}
+UOp BlockBytes::word(int64_t off) const { return word(index(off), off % 4 == 0); }
+
+UOp BlockBytes::f16(int64_t off) const {
+  // One load: the word holding both bytes (an even offset never straddles two words).
+  const UOp at = start + off;
+  const UOp w = aligned4 ? word(off & ~int64_t{3}) : kb->load(words, at.idiv(4), valid);
+  const UOp shift = aligned4 ? u32(off % 4 * 8) : as_u32(at % 4) * 8;
+  const UOp bits = (shr(w, shift) & 0xFFFF).cast(dtypes::uint16);
+  return to_f32(UOp::make(Op::BITCAST, dtypes::float16, {bits}));
+}
+
+const UnitFormat* unit_format(GgmlType type) {
+  for (const UnitFormat& f : kFormats)
+    if (f.type == type) return &f;
+  return nullptr;
+}
+
+std::array<uint32_t, 256> int8_unit_table(GgmlType type) {
+  std::array<uint32_t, 256> t{};
+  if (type != GgmlType::IQ4_XS) return t;
+  for (int q = 0; q < 256; ++q)
+    t[q] = static_cast<uint8_t>(kIQ4NLValues[q & 15]) |
+           (uint32_t{static_cast<uint8_t>(kIQ4NLValues[q >> 4])} << 8);
+  return t;
+}
+
+}  // namespace ugrad::llm

@@ -1,0 +1,60 @@
+// How each quant format's weights enter int8 dot products in a hand-written kernel: a row's
+// blocks split into units of 32 elements, one unit per lane and step, each read as 16 bytes (or
+// 32 for Q8_0) of the block's quants that consecutive lanes take consecutively. A unit is two
+// halves of 16 elements; a half is 4 words of levels (one byte each, int8 or uint8 as the format
+// says), the elements they stand for, and the float scale and min of their sub-block:
+//   value = scale * level - min
+// so that a half's share of a dot product with int8 activations x is
+//   scale * dot4(levels, x) - min * dot4(1, x)       (integer dot products, float scaling once)
+// The block layouts are llm/quant/blocks.h; docs/quants.md has the element order per format.
+#pragma once
+#include <array>
+#include <cstdint>
+
+#include "codegen/kernel_builder.h"
+#include "llm/quant/formats.h"
+
+namespace ugrad::llm {
+
+/// Byte reads of one quant block from a kernel buffer of uint32 words (the matrix's bytes).
+struct BlockBytes {
+  const KernelBuilder* kb;
+  UOp words;        // the uint32 buffer parameter
+  UOp start;        // the block's first byte (an index expression)
+  UOp valid;        // loads where false touch no memory and read 0
+  bool aligned4{};  // whether every block starts at a multiple of 4 bytes
+  /// uint32 of bytes [start + off, start + off + 4), off even (and a multiple of 4 if aligned4,
+  /// with `off_aligned`: one load; else two, shifted together).
+  UOp word(const UOp& off, bool off_aligned) const;
+  UOp word(int64_t off) const;
+  /// The fp16 at `off` (even), as float32.
+  UOp f16(int64_t off) const;
+};
+
+struct UnitHalf {
+  std::array<UOp, 4> levels;  // int32 words of 4 levels each, little-endian
+  UOp element;                // index of the first of the 16 elements within the block
+  UOp scale;                  // float32
+  UOp min;                    // float32, or none (a format without mins)
+};
+using Unit = std::array<UnitHalf, 2>;
+
+/// An int8-dot form of a quant format.
+struct UnitFormat {
+  GgmlType type;
+  int units_per_block;  // 32-element units in a block
+  bool signed_levels;   // int8 levels (else uint8)
+  bool uses_table;      // levels are looked up in a 256-entry table (int8_unit_table)
+  /// Unit `j` (an index expression in [0, units_per_block)) of the block `b`. `table` is the
+  /// table as an LDS array when uses_table.
+  Unit (*unit)(const BlockBytes& b, const UOp& j, const UOp& table);
+};
+
+/// The form of `type`, or null when it has none.
+const UnitFormat* unit_format(GgmlType type);
+
+/// The lookup table of a format with uses_table: entry q (a quant byte) holds the levels of its
+/// low and high nibble in bytes 0 and 1.
+std::array<uint32_t, 256> int8_unit_table(GgmlType type);
+
+}  // namespace ugrad::llm

@@ -1,0 +1,136 @@
+#include "llm/kernels/matvec_int8.h"
+
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "base/error.h"
+#include "llm/kernels/int8_units.h"
+#include "tensor/custom_kernel.h"
+
+namespace ugrad::llm {
+namespace {
+
+constexpr int64_t kLanes = 32, kWaves = 4, kUnit = 32;
+
+UOp index(int64_t v) { return UOp::cnst_int(dtypes::index, v); }
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t row_bytes_of(GgmlType type, int64_t in) {
+  const QuantFormat& f = format_of(type);
+  return in / f.block_size * f.block_bytes;
+}
+
+// sum_k dot4(a[k], b[k]) over 4 words, in int32.
+UOp dot16(const std::array<UOp, 4>& a, const std::array<UOp, 4>& b, Dot4Arg signs) {
+  UOp acc = UOp::cnst_int(dtypes::int32, 0);
+  for (int k = 0; k < 4; ++k) acc = KernelBuilder::dot4(a[k], b[k], acc, signs);
+  return acc;
+}
+
+UOp build(const UnitFormat& f, int64_t rows, int64_t out, int64_t in) {
+  const QuantFormat& q = format_of(f.type);
+  const int64_t row_bytes = row_bytes_of(f.type, in), units = in / kUnit;
+  const int64_t block_elems = q.block_size, steps = ceil_div(units, kLanes);
+  KernelBuilder kb;
+  UOp y = kb.buffer(dtypes::float32, rows * out);
+  UOp w = kb.buffer(dtypes::uint32, ceil_div(out * row_bytes, 4));
+  UOp xw = kb.buffer(dtypes::int32, rows * in / 4);
+  UOp xs = kb.buffer(dtypes::float32, rows * in / kInt8Block);
+  UOp table = f.uses_table ? kb.buffer(dtypes::uint32, 256) : UOp();
+  UOp lane = kb.local(kLanes), wave = kb.local(kWaves), group = kb.global(ceil_div(out, kWaves));
+  UOp n = group * kWaves + wave;
+  UOp n_ok = n.lt(out);
+  if (f.uses_table) {  // the table into LDS, each work-item a share
+    UOp lds = kb.lds(dtypes::uint32, 256);
+    std::vector<UOp> stores;
+    for (int64_t i = 0; i < 256; i += kLanes * kWaves) {
+      UOp e = (wave * kLanes + lane) + i;
+      stores.push_back(KernelBuilder::lds_store(lds, e, kb.load(table, e)));
+    }
+    table = KernelBuilder::barrier(lds, stores);
+  }
+  UOp step = kb.reduce_range(steps);
+  UOp u = step * kLanes + lane;
+  UOp valid = units % kLanes ? n_ok.alu(Op::AND, u.lt(units)) : n_ok;
+  UOp b = u.idiv(f.units_per_block), j = u % f.units_per_block;
+  BlockBytes bytes{&kb, w, n * row_bytes + b * q.block_bytes, valid, q.block_bytes % 4 == 0};
+  const Unit unit = f.unit(bytes, j, table);
+  const Dot4Arg signs{f.signed_levels, true};
+  const std::array<UOp, 4> ones{UOp::cnst_int(dtypes::int32, 0x01010101),
+                                UOp::cnst_int(dtypes::int32, 0x01010101),
+                                UOp::cnst_int(dtypes::int32, 0x01010101),
+                                UOp::cnst_int(dtypes::int32, 0x01010101)};
+  const UOp zero = UOp::cnst(dtypes::float32, 0.0);
+  UOp partials = kb.lds(dtypes::float32, rows * kWaves * kLanes);
+  std::vector<UOp> stores;
+  for (int64_t r = 0; r < rows; ++r) {
+    UOp sum;
+    for (const UnitHalf& h : unit) {
+      const UOp first = (b * block_elems + h.element + r * in).idiv(4);
+      std::array<UOp, 4> x;
+      for (int k = 0; k < 4; ++k) x[k] = kb.load(xw, first + k, valid);
+      UOp s = h.scale * dot16(h.levels, x, signs).cast(dtypes::float32);
+      if (h.min) s = s - h.min * dot16(ones, x, {false, true}).cast(dtypes::float32);
+      sum = sum ? sum + s : s;
+    }
+    const UOp scale = kb.load(xs, (b * block_elems + unit[0].element).idiv(kInt8Block) +
+                                      r * (in / kInt8Block), valid);
+    const UOp acc = KernelBuilder::reduce(valid.where(scale * sum, zero), Op::ADD, {step});
+    stores.push_back(
+        KernelBuilder::lds_store(partials, (wave + r * kWaves) * kLanes + lane, acc));
+  }
+  // Every lane sums its wave's 32 partials (broadcast LDS reads); lane 0 writes.
+  UOp all = KernelBuilder::barrier(partials, stores);
+  for (int64_t r = 0; r < rows; ++r) {
+    UOp k = kb.reduce_range(kLanes);
+    UOp total = KernelBuilder::reduce(kb.load(all, (wave + r * kWaves) * kLanes + k), Op::ADD, {k});
+    kb.store(y, n + r * out, total, lane.eq(index(0)).alu(Op::AND, n_ok));
+  }
+  return kb.build(fmt::format("matvec_int8_{}_{}x{}x{}", q.name, rows, out, in));
+}
+
+}  // namespace
+
+bool matvec_int8_supports(GgmlType type, int64_t out, int64_t in) {
+  return unit_format(type) && out > 0 && in > 0 && in % kInt8Block == 0 &&
+         row_bytes_of(type, in) % 4 == 0;
+}
+
+UOp matvec_int8_kernel(GgmlType type, int64_t rows, int64_t out, int64_t in) {
+  if (!matvec_int8_supports(type, out, in))
+    fail("matvec_int8: no int8 kernel for a {} weight of ({}, {})", format_of(type).name, out, in);
+  if (rows < 1 || rows > kMatvecMaxRows)
+    fail("matvec_int8: {} rows (1 to {})", rows, kMatvecMaxRows);
+  static std::mutex mu;
+  static std::map<std::tuple<GgmlType, int64_t, int64_t, int64_t>, UOp> cache;
+  std::lock_guard lock(mu);
+  UOp& ast = cache[{type, rows, out, in}];
+  if (!ast) ast = build(*unit_format(type), rows, out, in);
+  return ast;
+}
+
+Tensor matvec_int8(const Int8Rows& x, const Tensor& words, GgmlType type, int64_t out,
+                   int64_t in) {
+  const int64_t rows = x.words.size(0);
+  UOp ast = matvec_int8_kernel(type, rows, out, in);
+  std::vector<Tensor> buffers{Tensor::empty({rows, out}, dtypes::float32, words.device()), words,
+                              x.words, x.scale};
+  if (unit_format(type)->uses_table) {
+    static std::mutex mu;
+    static std::map<std::pair<std::string, GgmlType>, Tensor> tables;
+    std::lock_guard lock(mu);
+    Tensor& t = tables[{words.device(), type}];
+    if (!t.defined()) {
+      const auto entries = int8_unit_table(type);
+      t = Tensor::from_vector(std::vector<uint32_t>(entries.begin(), entries.end()), {256},
+                              dtypes::uint32, words.device())
+              .realize();
+    }
+    buffers.push_back(t);
+  }
+  return custom_kernel(ast, buffers)[0];
+}
+
+}  // namespace ugrad::llm

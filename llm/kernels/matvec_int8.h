@@ -1,0 +1,34 @@
+// The decode kernel of a quantized linear layer: a few rows of activations, quantized to int8
+// once (llm/quant/int8_rows.h), times the transpose of a quantized (out, in) weight, as int8 dot
+// products of 4 bytes (v_dot4 on RDNA3) against the weight's integers unpacked in registers
+// (llm/kernels/int8_units.h), each half-sub-block's scale and min applied once in float.
+//
+// One wave per output feature: lane l takes the row's 32-element units l, l + 32, ... (16 or 32
+// consecutive quant bytes each, so a wave's loads cover consecutive bytes), sums its units' shares
+// in float, and the 32 partial sums meet through LDS. Up to kMaxRows rows share each weight load.
+#pragma once
+#include <cstdint>
+
+#include "llm/quant/formats.h"
+#include "llm/quant/int8_rows.h"
+#include "tensor/tensor.h"
+
+namespace ugrad::llm {
+
+/// Most activation rows of one launch.
+inline constexpr int64_t kMatvecMaxRows = 8;
+
+/// Whether the kernel takes a `type` weight of (out, in): a format with an int8 form, `in` a
+/// multiple of 256 and whole rows a multiple of 4 bytes.
+bool matvec_int8_supports(GgmlType type, int64_t out, int64_t in);
+
+/// The kernel's AST for `rows` rows; slots: y (rows, out) float32, the weight's bytes as uint32
+/// words, x's levels (rows, in/4) int32, x's scales (rows, in/256) float32, then (IQ4_XS) the
+/// 256-entry level table (int8_unit_table) as uint32.
+UOp matvec_int8_kernel(GgmlType type, int64_t rows, int64_t out, int64_t in);
+
+/// x (rows <= kMatvecMaxRows, in) times the transpose of the (out, in) `type` weight whose bytes
+/// are `words` (uint32, at least the weight's bytes rounded up to words), (rows, out) float32.
+Tensor matvec_int8(const Int8Rows& x, const Tensor& words, GgmlType type, int64_t out, int64_t in);
+
+}  // namespace ugrad::llm
