@@ -6,3 +6,12 @@ if(UGRAD_BUILD_TESTS)
   add_dependencies(bench_amd_modeled mockhip)
   target_compile_definitions(bench_amd_modeled PRIVATE UGRAD_MOCKHIP_LIB="$<TARGET_FILE:mockhip>")
 endif()
+
+# The same for the hand-written quantized-linear decode kernel, per format and Qwen shape.
+if(UGRAD_BUILD_TESTS)
+  ugrad_bench(bench_linear_amd_modeled SOURCES ${CMAKE_CURRENT_LIST_DIR}/bench_linear_amd_modeled.cpp
+    DEPS ugrad_llm mockgpu_emu ${CMAKE_DL_LIBS})
+  add_dependencies(bench_linear_amd_modeled mockhip)
+  target_compile_definitions(bench_linear_amd_modeled PRIVATE
+    UGRAD_MOCKHIP_LIB="$<TARGET_FILE:mockhip>")
+endif()

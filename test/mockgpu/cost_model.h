@@ -11,7 +11,7 @@ namespace ugrad::mockgpu {
 
 /// The card the model describes; the defaults are the RX 7900 XTX (docs/rdna3.md).
 struct CardModel {
-  int version = 1;  // bump when a parameter or the formula changes
+  int version = 2;  // bump when a parameter, the formula or a counter it reads changes
   int cus = 96;
   int simds_per_cu = 2;
   double clock_hz = 2.5e9;           // boost clock
@@ -50,7 +50,7 @@ ModeledTime model_launch(const LaunchCounters& c, const CardModel& card = {});
 /// Waves per SIMD the kernel's VGPRs and LDS allow (at most the card's maximum).
 int waves_per_simd(const LaunchCounters& c, const CardModel& card = {});
 
-/// One line for DEBUG>=2: "mockgpu: K MODELED 3.1 us (cost model v1, not measured): ...".
+/// One line for DEBUG>=2: "mockgpu: K MODELED 3.1 us (cost model v2, not measured): ...".
 std::string describe_launch(std::string_view kernel, const LaunchCounters& c, const ModeledTime& t,
                             const CardModel& card = {});
 

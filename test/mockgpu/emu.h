@@ -137,8 +137,9 @@ struct Wave {
   Workgroup* group = nullptr;
   std::vector<uint8_t> scratch;                    // per-lane private memory, lane-major
   std::pair<uint64_t, uint64_t> last_range{0, 0};  // last global allocation hit (fast path)
-  // For the counters: vector loads not yet waited for, and the waits that found some outstanding.
-  uint32_t pending_vm = 0;
+  // For the counters: vector loads not yet waited for, those of them issued since the last
+  // memory round trip, and the round trips (salu.cpp, wait_for_vm).
+  uint32_t pending_vm = 0, fresh_vm = 0;
   uint64_t round_trips = 0, instructions = 0;
 
   uint32_t exec() const { return s[kExec]; }

@@ -82,7 +82,7 @@ void start_wave(const LaunchParams& p, Dispatch& d, Workgroup& wg, int wi,
   w.dispatch = &d;
   w.group = &wg;
   w.last_range = {0, 0};
-  w.pending_vm = 0;
+  w.pending_vm = w.fresh_vm = 0;
   w.round_trips = w.instructions = 0;
   w.scratch.resize(size_t{d.scratch_per_lane} * kLanes);
   fill_fresh(w.scratch, poison);

@@ -176,6 +176,7 @@ void exec_vmem(Wave& w, const Inst& in) {
   if (in.enc != Enc::SCRATCH && exec) count_global(w, sp, addrs, exec);
   if (!returns) return;
   ++w.pending_vm;
+  ++w.fresh_vm;
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
     if (sp.kind == MKind::Atomic) {

@@ -72,12 +72,17 @@ void exec_nop(Wave&, const Inst&) {}
 void exec_endpgm(Wave& w, const Inst&) { w.done = true; }
 void exec_barrier(Wave& w, const Inst&) { w.at_barrier = true; }
 
-// Waits: every access completed at once, but a wait that finds vector loads outstanding is a
-// memory round trip the wave could not hide (a counter for the cost model's latency term).
-// Scalar loads (kernel arguments, uniform values) are taken to hit the scalar cache.
+// Waits: every access completed at once, but a wait for a vector load issued after the wave's
+// last round trip began is a memory round trip the wave could not hide (a counter for the cost
+// model's latency term). Loads issued together travel together: once a wait has paid for one
+// trip, every load issued before it has arrived, and waits for them (the oldest outstanding,
+// `pending_vm - fresh_vm` of them) cost nothing more. Scalar loads (kernel arguments, uniform
+// values) are taken to hit the scalar cache.
 void wait_for_vm(Wave& w, uint32_t allowed) {
   if (w.pending_vm <= allowed) return;
   w.pending_vm = allowed;
+  if (w.fresh_vm <= allowed) return;
+  w.fresh_vm = 0;
   ++w.round_trips;
 }
 // s_waitcnt simm16 (gfx11): vmcnt [15:10], lgkmcnt [9:4], expcnt [2:0].

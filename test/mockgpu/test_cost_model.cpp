@@ -12,6 +12,8 @@
 #include <iterator>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "base/float16.h"
 #include "test/mockgpu/cost_model.h"
 #include "test/mockgpu/launch_records.h"
@@ -85,6 +87,30 @@ exit:
   ret void
 }
 )";
+
+// Work-item t sums 16 independent loads a[t + 32 i], i < 16: issued together, then consumed one
+// by one (LLVM waits with a falling vmcnt).
+std::string fan_kernel() {
+  std::string body, sum = "0";
+  for (int i = 0; i < 16; ++i) {
+    body += fmt::format(
+        "  %i{0} = add i32 %tid, {1}\n  %x{0} = zext i32 %i{0} to i64\n"
+        "  %p{0} = getelementptr inbounds i32, ptr addrspace(1) %a, i64 %x{0}\n"
+        "  %v{0} = load i32, ptr addrspace(1) %p{0}, align 4\n",
+        i, 32 * i);
+  }
+  for (int i = 0; i < 16; ++i) {
+    body += fmt::format("  %s{} = add i32 {}, %v{}\n", i, i ? fmt::format("%s{}", i - 1) : "0", i);
+  }
+  return fmt::format(
+      "define amdgpu_kernel void @L_fan(ptr addrspace(1) noalias %out, "
+      "ptr addrspace(1) noalias %a) #0 {{\nentry:\n"
+      "  %tid = call i32 @llvm.amdgcn.workitem.id.x()\n{}"
+      "  %ti = zext i32 %tid to i64\n"
+      "  %po = getelementptr inbounds i32, ptr addrspace(1) %out, i64 %ti\n"
+      "  store i32 %s15, ptr addrspace(1) %po, align 4\n  ret void\n}}\n",
+      body);
+}
 
 // Each wave accumulates `iters` 16x16x16 f16 WMMAs of its A and B fragments.
 constexpr const char* kWmmaLoop = R"(
@@ -202,7 +228,7 @@ TEST_CASE("counters of a copy: instruction classes, bytes, lines, occupancy, rec
   CHECK(mockgpu::waves_per_simd(c) == 16);
   const std::string line = mockgpu::describe_launch("C_copy", c, mockgpu::model_launch(c));
   CHECK(line.find("MODELED") != std::string::npos);
-  CHECK(line.find("cost model v1, not measured") != std::string::npos);
+  CHECK(line.find("cost model v2, not measured") != std::string::npos);
 }
 
 TEST_CASE("DEBUG=2: libmockhip prints each launch's MODELED time on stderr") {
@@ -224,7 +250,7 @@ TEST_CASE("DEBUG=2: libmockhip prints each launch's MODELED time on stderr") {
   const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   std::remove(path);
   CHECK(text.find("mockgpu: C_copy MODELED ") != std::string::npos);
-  CHECK(text.find("(cost model v1, not measured)") != std::string::npos);
+  CHECK(text.find("(cost model v2, not measured)") != std::string::npos);
   CHECK(text.find("% of 960 GB/s") != std::string::npos);
 }
 
@@ -289,6 +315,22 @@ TEST_CASE("cost model: a chain of dependent loads models at the memory latency")
   CHECK(std::string(t.bound) == "latency");
   const mockgpu::CardModel card;
   CHECK(t.seconds - t.overhead_s == doctest::Approx(steps * card.memory_latency_s).epsilon(0.05));
+}
+
+TEST_CASE("cost model: loads issued together are one round trip, however they are consumed") {
+  Mock m;
+  auto k = m.load(std::string(kDecls) + fan_kernel(), "L_fan");
+  std::vector<int32_t> a(32 * 16);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<int32_t>(i);
+  uint64_t out = m.upload(std::vector<int32_t>(32)), pa = m.upload(a);
+  m.run(k, "L_fan", {1, 1, 1}, {32, 1, 1}, {out, pa}, {});
+  std::vector<int32_t> got = m.download<int32_t>(out, 32);
+  CHECK(got[3] == 16 * 3 + 32 * (15 * 16 / 2));
+  const LaunchCounters c = last();
+  MESSAGE(mockgpu::describe_launch("L_fan", c, mockgpu::model_launch(c)));
+  CHECK(c.count(InstClass::VMEM) == 17);  // and the store
+  CHECK(c.count(InstClass::WAIT) > 1);  // several waits, one round trip
+  CHECK(c.max_wave_round_trips == 1);
 }
 
 TEST_CASE("cost model negative control: uncoalesced loads are slow") {
