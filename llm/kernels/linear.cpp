@@ -1,6 +1,7 @@
 #include "llm/kernels/linear.h"
 
 #include "base/env.h"
+#include "llm/kernels/matvec_int8.h"
 #include "llm/quant/int8_rows.h"
 #include "llm/quant/lazy_dequant.h"
 #include "runtime/device_features.h"
@@ -27,25 +28,50 @@ Tensor load_weight(const GgufTensor& t, const std::string& device,
   return dequantize_lazy(raw, t.type, shape);
 }
 
+namespace {
+
+// The bytes of `words` (uint32, little-endian) as a lazy (4 x words) uint8 tensor.
+Tensor bytes_of(const Tensor& words) {
+  const int64_t n = words.size(0);
+  std::vector<Tensor> bytes;
+  for (int64_t i = 0; i < 4; ++i)
+    bytes.push_back((idiv(words, int64_t{1} << (8 * i)) & 255).reshape({n, 1}));
+  return cat(bytes, 1).cast(dtypes::uint8).reshape({4 * n});
+}
+
+}  // namespace
+
 Linear load_linear(const GgufTensor& t, const std::string& device,
                    const std::shared_ptr<const void>& owner) {
-  Linear l{load_weight(t, device, owner), t.type, Tensor(), Tensor()};
-  const bool aligned = reinterpret_cast<uintptr_t>(t.data.data()) % 4 == 0;
+  Linear l;
+  l.weight = load_weight(t, device, owner);
+  l.type = t.type;
+  const int64_t n = static_cast<int64_t>(t.data.size());
   const DeviceFeatures f = device_features(l.weight.device());
-  if (t.type == GgmlType::Q4_K && !f.is_gpu && f.int8_dot && aligned &&
-      knob_int(Knob::LLM_KERNELS) != 0) {
-    const int64_t n = static_cast<int64_t>(t.data.size());
+  if (knob_int(Knob::LLM_KERNELS) == 0 || t.dims.size() != 2 || !f.int8_dot) return l;
+  const auto in = static_cast<int64_t>(t.dims[0]), out = static_cast<int64_t>(t.dims[1]);
+  if (f.is_gpu && matvec_int8_supports(t.type, out, in)) {
+    l.kernel = Linear::Kernel::GpuInt8;
+    l.words = Tensor::from_host_memory(std::as_bytes(t.data), {n / 4}, dtypes::uint32, device,
+                                       owner);
+    l.weight = dequantize_lazy(bytes_of(l.words), t.type, {out, in});
+  } else if (t.type == GgmlType::Q4_K && !f.is_gpu &&
+             reinterpret_cast<uintptr_t>(t.data.data()) % 4 == 0) {
+    l.kernel = Linear::Kernel::CpuDot4;
     l.blocks = Tensor::from_host_memory(std::as_bytes(t.data), {n}, dtypes::uint8, device, owner);
-    l.words =
-        Tensor::from_host_memory(std::as_bytes(t.data), {n / 4}, dtypes::uint32, device, owner);
+    l.words = Tensor::from_host_memory(std::as_bytes(t.data), {n / 4}, dtypes::uint32, device,
+                                       owner);
   }
   return l;
 }
 
 Tensor Linear::operator()(const Tensor& x) const {
+  const int64_t rows = x.ndim() == 2 ? x.size(0) : 0, out = weight.size(0), in = weight.size(1);
+  if (kernel == Kernel::GpuInt8 && rows >= 1 && rows <= kMatvecMaxRows)
+    return matvec_int8(quantize_rows_int8(x), words, type, out, in);
+  if (kernel == Kernel::CpuDot4 && rows == 1)
+    return q4_k_linear_int8(quantize_rows_int8(x), blocks, words, out, in);
   if (type != GgmlType::Q4_K) return x.linear(weight);
-  if (words.defined() && x.ndim() == 2 && x.size(0) == 1)
-    return q4_k_linear_int8(quantize_rows_int8(x), blocks, words, weight.size(0), weight.size(1));
   // Materialized: fused into the matmul, the rounding would cost it its tiling.
   return round_rows_int8(x).contiguous().linear(weight);
 }

@@ -17,14 +17,23 @@ namespace ugrad::llm {
 Tensor load_weight(const GgufTensor& t, const std::string& device,
                    const std::shared_ptr<const void>& owner = nullptr);
 
-/// A linear layer's GGUF matrix; `(x)` is x (rows, in) times its transpose. A Q4_K weight takes its
-/// input rounded to int8 levels per 256 values (llm/quant/int8_rows.h), as ggml's CPU kernels do:
-/// on a CPU with int8 dot products (x86 VNNI) one row (a decode step, the output head) runs as
-/// DOT4 over the blocks themselves; more rows run the float kernel over the rounded input.
+/// A linear layer's GGUF matrix; `(x)` is x (rows, in) times its transpose, by the kernel the
+/// device and shape qualify for (LLM_KERNELS=0: always the generic one):
+///   GpuInt8   a GPU with int8 dot products, a format matvec_int8 takes: up to kMatvecMaxRows
+///             rows run the hand-written decode kernel (llm/kernels/matvec_int8.h) over x
+///             quantized to int8 per 256 values; the device holds the weight once, as uint32
+///             words, which the generic path (more rows) reads its bytes from.
+///   CpuDot4   Q4_K on a CPU with int8 dot products (x86 VNNI): one row (a decode step, the
+///             output head) runs as DOT4 over the blocks themselves (the file's mapping).
+///   Generic   the lazy dequantization fused into the matmul.
+/// A Q4_K weight takes its input rounded to int8 levels per 256 values (llm/quant/int8_rows.h)
+/// on every path, as ggml's CPU kernels do.
 struct Linear {
+  enum class Kernel { Generic, CpuDot4, GpuInt8 };
   Tensor weight;         // (out, in) float32, the lazy dequantization (load_weight)
   GgmlType type{};       // the file's type
-  Tensor blocks, words;  // Q4_K with DOT4 rows: the blocks as uint8 and uint32, the same memory
+  Kernel kernel = Kernel::Generic;
+  Tensor blocks, words;  // CpuDot4: the blocks as uint8 and uint32; GpuInt8: the uint32 words
   Tensor operator()(const Tensor& x) const;
 };
 /// The matrix `t` as a Linear (load_weight's arguments).
