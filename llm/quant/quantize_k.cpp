@@ -97,50 +97,61 @@ float fit_scale_min(int n, int nmax, const float* x, const float* w, uint8_t* L,
   return scale;
 }
 
+// The element of largest magnitude, first on ties, with its sign (0 when all are zero).
+float signed_max(int n, const float* x) {
+  float max = 0, amax = 0;
+  for (int i = 0; i < n; ++i) {
+    if (std::fabs(x[i]) > amax) {
+      amax = std::fabs(x[i]);
+      max = x[i];
+    }
+  }
+  return max;
+}
+
+// Σwxl and Σwl² with weights w = x^2, in ggml's float order.
+struct SymmetricSums {
+  float lx = 0, l2 = 0;
+  void add(float x, int l) {
+    const float w = x * x;
+    lx += w * x * float(l);
+    l2 += w * float(l) * float(l);
+  }
+};
+
+// l = clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1) for every i (into L when given, plus
+// `offset`) and their sums.
+SymmetricSums quantize_symmetric(int n, int nmax, const float* x, float iscale, int8_t* L,
+                                 int offset) {
+  SymmetricSums sums;
+  for (int i = 0; i < n; ++i) {
+    const int l = std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+    if (L) L[i] = int8_t(l + offset);
+    sums.add(x[i], l);
+  }
+  return sums;
+}
+
 // Symmetric fit x ~ scale * l, l in [-nmax, nmax-1], weights x^2 (ggml's make_qx_quants with
 // rmse_type 1): 19 candidate scales -(nmax + 0.1*is)/max, keep the best (Σwxl)^2/Σwl^2.
 // L receives l + nmax. Returns the scale (0 for an all-zero group).
 float fit_scale_symmetric(int n, int nmax, const float* x, int8_t* L) {
-  float max = 0, amax = 0;
-  for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[i];
-    }
-  }
-  if (amax < kGroupMaxEps) {
+  const float max = signed_max(n, x);
+  if (std::fabs(max) < kGroupMaxEps) {
     std::fill(L, L + n, int8_t(0));
     return 0.0f;
   }
-  auto quant = [&](float iscale, int i) {
-    return std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
-  };
-  float iscale = -float(nmax) / max;
-  float sumlx = 0, suml2 = 0;
-  for (int i = 0; i < n; ++i) {
-    const int l = quant(iscale, i);
-    L[i] = int8_t(l + nmax);
-    const float w = x[i] * x[i];
-    sumlx += w * x[i] * float(l);
-    suml2 += w * float(l) * float(l);
-  }
-  float scale = suml2 != 0 ? sumlx / suml2 : 0.0f;
-  float best = scale * sumlx;
+  SymmetricSums sums = quantize_symmetric(n, nmax, x, -float(nmax) / max, L, nmax);
+  float scale = sums.l2 != 0 ? sums.lx / sums.l2 : 0.0f;
+  float best = scale * sums.lx;
   for (int is = -9; is <= 9; ++is) {
     if (is == 0) continue;
-    iscale = -(float(nmax) + 0.1f * float(is)) / max;
-    sumlx = suml2 = 0;
-    for (int i = 0; i < n; ++i) {
-      const int l = quant(iscale, i);
-      const float w = x[i] * x[i];
-      sumlx += w * x[i] * float(l);
-      suml2 += w * float(l) * float(l);
-    }
-    if (suml2 > 0 && sumlx * sumlx > best * suml2) {
-      for (int i = 0; i < n; ++i) L[i] = int8_t(nmax + quant(iscale, i));
-      scale = sumlx / suml2;
-      best = scale * sumlx;
+    const float iscale = -(float(nmax) + 0.1f * float(is)) / max;
+    sums = quantize_symmetric(n, nmax, x, iscale, nullptr, 0);
+    if (sums.l2 > 0 && sums.lx * sums.lx > best * sums.l2) {
+      quantize_symmetric(n, nmax, x, iscale, L, nmax);
+      scale = sums.lx / sums.l2;
+      best = scale * sums.lx;
     }
   }
   return scale;
@@ -159,27 +170,13 @@ void requantize_affine(int n, int nmax, const float* x, float d, float dm, uint8
 // L receives l + nmax, or 0 everywhere for an all-zero group. Returns Σwxl/Σwl².
 float fit_scale_refined(int n, int nmax, const float* x, int8_t* L) {
   constexpr int kSweeps = 5;
-  float max = 0, amax = 0;
-  for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[i];
-    }
-  }
-  if (amax < kGroupMaxEps) {
+  const float max = signed_max(n, x);
+  if (std::fabs(max) < kGroupMaxEps) {
     std::fill(L, L + n, int8_t(0));
     return 0.0f;
   }
-  const float iscale = -float(nmax) / max;
-  float sumlx = 0, suml2 = 0;
-  for (int i = 0; i < n; ++i) {
-    const int l = std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
-    L[i] = int8_t(l);
-    const float w = x[i] * x[i];
-    sumlx += w * x[i] * float(l);
-    suml2 += w * float(l) * float(l);
-  }
+  const SymmetricSums start = quantize_symmetric(n, nmax, x, -float(nmax) / max, L, 0);
+  float sumlx = start.lx, suml2 = start.l2;
   for (int sweep = 0; sweep < kSweeps; ++sweep) {
     int changed = 0;
     for (int i = 0; i < n; ++i) {
@@ -305,14 +302,9 @@ void quantize_q3_k(const float* x, uint8_t* dst, size_t nblocks) {
   int8_t L[kQK_K];
   float scales[kSubBlocks16];
   for (size_t b = 0; b < nblocks; ++b, x += kQK_K, dst += q3_k::kBytes) {
-    float max_scale = 0, amax = 0;
-    for (int j = 0; j < kSubBlocks16; ++j) {
+    for (int j = 0; j < kSubBlocks16; ++j)
       scales[j] = fit_scale_refined(kSub, q3_k::kOffset, x + kSub * j, L + kSub * j);
-      if (std::fabs(scales[j]) > amax) {
-        amax = std::fabs(scales[j]);
-        max_scale = scales[j];
-      }
-    }
+    const float max_scale = signed_max(kSubBlocks16, scales);
     uint8_t* packed = dst + q3_k::kScales;
     std::memset(packed, 0, q3_k::kScaleBytes);
     if (max_scale != 0.0f) {
@@ -383,15 +375,10 @@ void quantize_q6_k(const float* x, uint8_t* dst, size_t nblocks) {
   int8_t L[kQK_K];
   float scales[kSubBlocks16];
   for (size_t b = 0; b < nblocks; ++b, x += kQK_K, dst += q6_k::kBytes) {
-    float max_scale = 0, max_abs_scale = 0;
-    for (int ib = 0; ib < kSubBlocks16; ++ib) {
+    for (int ib = 0; ib < kSubBlocks16; ++ib)
       scales[ib] = fit_scale_symmetric(q6_k::kSubBlock, q6_k::kOffset, x + 16 * ib, L + 16 * ib);
-      if (std::fabs(scales[ib]) > max_abs_scale) {
-        max_abs_scale = std::fabs(scales[ib]);
-        max_scale = scales[ib];
-      }
-    }
-    if (max_abs_scale < kGroupMaxEps) {
+    const float max_scale = signed_max(kSubBlocks16, scales);
+    if (std::fabs(max_scale) < kGroupMaxEps) {
       std::memset(dst, 0, q6_k::kBytes);
       continue;
     }
@@ -426,15 +413,9 @@ void quantize_q6_k(const float* x, uint8_t* dst, size_t nblocks) {
 // bsums = sums of 16 consecutive quants.
 void quantize_q8_k(const float* x, uint8_t* dst, size_t nblocks) {
   for (size_t b = 0; b < nblocks; ++b, x += kQK_K, dst += q8_k::kBytes) {
-    float max = 0, amax = 0;
-    for (int j = 0; j < kQK_K; ++j) {
-      if (std::fabs(x[j]) > amax) {
-        amax = std::fabs(x[j]);
-        max = x[j];
-      }
-    }
+    const float max = signed_max(kQK_K, x);
     std::memset(dst, 0, q8_k::kBytes);
-    if (amax == 0) continue;  // d = 0, quants and sums 0
+    if (max == 0) continue;  // d = 0, quants and sums 0
     const float iscale = -127.0f / max;
     int8_t* qs = reinterpret_cast<int8_t*>(dst + q8_k::kQs);
     for (int j = 0; j < kQK_K; ++j) qs[j] = int8_t(std::min(127, nearest_int(iscale * x[j])));
