@@ -27,7 +27,7 @@ Writes a Qwen-family GGUF with seeded random weights. Its output is meaningless.
 
   -o, --output PATH       file to write (required)
   --arch NAME             qwen3 (default), qwen3moe, qwen35 (Gated DeltaNet hybrid), qwen35moe
-  --type NAME             matrix type: F32, F16, Q8_0, Q4_K, IQ4_XS, ... (default F32);
+  --type NAME             matrix type: F32, F16, Q8_0, Q2_K, Q4_K, IQ4_XS, ... (default F32);
                           norms stay F32
   --layers N              transformer blocks (default 2)
   --dim N                 embedding width (default 64)
@@ -62,7 +62,7 @@ qwen3moe / qwen35moe:
   --shared-ffn N          shared expert width, qwen35moe only (default 32)
 
 Quantized types need dim, heads*head-dim and ffn to be multiples of the type's block size
-(32 for Q8_0, 256 for Q4_K and IQ4_XS).
+(32 for Q8_0, 256 for the K formats and IQ4_XS).
 )";
 
 uint64_t parse_uint(std::string_view flag, std::string_view text) {

@@ -35,11 +35,13 @@ constexpr std::array<int32_t, 4> kQwen35Sections = {11, 11, 10, 0};
 
 // llama_ftype written as general.file_type (informational; docs/gguf.md#ggml-type-ids). A file
 // of one matrix type is labelled with the ftype of that type.
-constexpr std::array<std::pair<GgmlType, uint32_t>, 10> kFileTypes = {{
+constexpr std::array<std::pair<GgmlType, uint32_t>, 12> kFileTypes = {{
     {GgmlType::F32, 0},
     {GgmlType::F16, 1},
     {GgmlType::Q4_0, 2},
     {GgmlType::Q8_0, 7},
+    {GgmlType::Q2_K, 10},
+    {GgmlType::Q3_K, 11},  // MOSTLY_Q3_K_S
     {GgmlType::Q4_K, 14},  // MOSTLY_Q4_K_S
     {GgmlType::Q5_K, 16},  // MOSTLY_Q5_K_S
     {GgmlType::Q6_K, 18},

@@ -46,6 +46,21 @@ inline constexpr size_t kD = 0, kQs = 2, kBytes = 18;
 namespace mxfp4 {
 inline constexpr size_t kE = 0, kQs = 1, kBytes = 17;
 }
+// Q2_K and Q3_K pack 2-bit quants 4 per byte: element 128h + 32s + l is bits 2s..2s+1 of
+// qs[32h + l] (h = 0, 1; s = 0..3; l = 0..31).
+// Q2_K: u8 scales[16] (low nibble a 4-bit scale, high nibble a 4-bit min), u8 qs[64], fp16 d,
+// fp16 dmin. 16 sub-blocks of 16; sub-block j: y = d*(scales[j] & 15) * q - dmin*(scales[j] >> 4).
+namespace q2_k {
+inline constexpr size_t kScales = 0, kQs = 16, kD = 80, kDmin = 82, kBytes = 84;
+inline constexpr int kSubBlock = 16;
+}  // namespace q2_k
+// Q3_K: u8 hmask[32] (bit e/32 of hmask[e%32] is the 3rd bit of element e), u8 qs[64] (the low 2
+// bits), u8 scales[12] (16 6-bit scales, see unpack_scale_q3_k), fp16 d (last). 16 sub-blocks of
+// 16; y = d * (sc_j - 32) * (q - 4) with q = low | high << 2.
+namespace q3_k {
+inline constexpr size_t kHmask = 0, kQs = 32, kScales = 96, kD = 108, kBytes = 110;
+inline constexpr int kSubBlock = 16, kOffset = 4, kScaleOffset = 32, kScaleBytes = 12;
+}  // namespace q3_k
 // Q4_K: fp16 d, fp16 dmin, u8 scales[12] (8 6-bit scales + 8 6-bit mins), u8 qs[128].
 // 8 sub-blocks of 32; sub-block j uses qs[32*(j/2)...], low nibbles if j even, high if odd.
 namespace q4_k {
@@ -96,6 +111,8 @@ static_assert(q5_0::kBytes == block_bytes_of(GgmlType::Q5_0));
 static_assert(q5_1::kBytes == block_bytes_of(GgmlType::Q5_1));
 static_assert(iq4_nl::kBytes == block_bytes_of(GgmlType::IQ4_NL));
 static_assert(mxfp4::kBytes == block_bytes_of(GgmlType::MXFP4));
+static_assert(q2_k::kBytes == block_bytes_of(GgmlType::Q2_K));
+static_assert(q3_k::kBytes == block_bytes_of(GgmlType::Q3_K));
 static_assert(q4_k::kBytes == block_bytes_of(GgmlType::Q4_K));
 static_assert(q5_k::kBytes == block_bytes_of(GgmlType::Q5_K));
 static_assert(q6_k::kBytes == block_bytes_of(GgmlType::Q6_K));
@@ -142,6 +159,17 @@ inline void unpack_scale_min_k4(int j, const uint8_t* s, uint8_t* sc, uint8_t* m
     *sc = uint8_t((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4));
     *m = uint8_t((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
   }
+}
+
+/// Q2_K/Q3_K: the 2-bit field of element e (0..255) of a super-block from its 64 qs bytes.
+inline int quant_2bit(const uint8_t* qs, int e) {
+  return (qs[32 * (e / 128) + e % 32] >> (2 * (e / 32 % 4))) & 3;
+}
+
+/// Q3_K 6-bit scale of sub-block j (0..15) from the 12 packed bytes: the low nibble is nibble j/8
+/// of s[j%8], the high 2 bits are bits 2(j/4).. of s[8 + j%4].
+inline int unpack_scale_q3_k(int j, const uint8_t* s) {
+  return ((s[j % 8] >> (4 * (j / 8))) & 0xF) | (((s[8 + j % 4] >> (2 * (j / 4))) & 3) << 4);
 }
 
 }  // namespace ugrad::llm

@@ -18,6 +18,7 @@ constexpr DequantEntry kDequantizers[] = {
     {GgmlType::BF16, detail::dequantize_bf16},     {GgmlType::Q4_0, detail::dequantize_q4_0},
     {GgmlType::Q4_1, detail::dequantize_q4_1},     {GgmlType::Q5_0, detail::dequantize_q5_0},
     {GgmlType::Q5_1, detail::dequantize_q5_1},     {GgmlType::Q8_0, detail::dequantize_q8_0},
+    {GgmlType::Q2_K, detail::dequantize_q2_k},     {GgmlType::Q3_K, detail::dequantize_q3_k},
     {GgmlType::Q4_K, detail::dequantize_q4_k},     {GgmlType::Q5_K, detail::dequantize_q5_k},
     {GgmlType::Q6_K, detail::dequantize_q6_k},     {GgmlType::Q8_K, detail::dequantize_q8_k},
     {GgmlType::IQ4_NL, detail::dequantize_iq4_nl}, {GgmlType::IQ4_XS, detail::dequantize_iq4_xs},

@@ -10,6 +10,38 @@ constexpr int kGroup = 64;   // Q4_K/Q5_K: a group of 64 elements shares 32 byte
 constexpr int kHalfK = 128;  // Q6_K: each half of 128 elements has its own ql/qh/scales slices
 }  // namespace
 
+// Q2_K: sub-block j: y = d*(scales[j] & 15) * q - dmin*(scales[j] >> 4), q the 2-bit quant.
+void dequantize_q2_k(const uint8_t* src, float* dst, size_t nblocks) {
+  for (size_t b = 0; b < nblocks; ++b, src += q2_k::kBytes) {
+    const float d = load_f16(src + q2_k::kD);
+    const float dmin = load_f16(src + q2_k::kDmin);
+    const uint8_t* qs = src + q2_k::kQs;
+    for (int j = 0; j < kQK_K / q2_k::kSubBlock; ++j) {
+      const uint8_t sc = src[q2_k::kScales + j];
+      const float dl = d * float(sc & 0xF), ml = dmin * float(sc >> 4);
+      for (int l = 0; l < q2_k::kSubBlock; ++l)
+        *dst++ = dl * float(quant_2bit(qs, q2_k::kSubBlock * j + l)) - ml;
+    }
+  }
+}
+
+// Q3_K: sub-block j: y = d*(sc_j - 32) * (q - 4), q = 2-bit quant | hmask bit << 2.
+void dequantize_q3_k(const uint8_t* src, float* dst, size_t nblocks) {
+  for (size_t b = 0; b < nblocks; ++b, src += q3_k::kBytes) {
+    const float d = load_f16(src + q3_k::kD);
+    const uint8_t* hmask = src + q3_k::kHmask;
+    const uint8_t* qs = src + q3_k::kQs;
+    for (int j = 0; j < kQK_K / q3_k::kSubBlock; ++j) {
+      const float dl = d * float(unpack_scale_q3_k(j, src + q3_k::kScales) - q3_k::kScaleOffset);
+      for (int l = 0; l < q3_k::kSubBlock; ++l) {
+        const int e = q3_k::kSubBlock * j + l;
+        const int high = (hmask[e % 32] >> (e / 32)) & 1;
+        *dst++ = dl * float(quant_2bit(qs, e) + 4 * high - q3_k::kOffset);
+      }
+    }
+  }
+}
+
 // Q4_K: sub-block j: y = d*sc_j * q - dmin*m_j; group g uses qs[32g..], lo nibble for j=2g.
 void dequantize_q4_k(const uint8_t* src, float* dst, size_t nblocks) {
   for (size_t b = 0; b < nblocks; ++b, src += q4_k::kBytes) {

@@ -20,6 +20,8 @@ void dequantize_q5_0(const uint8_t* src, float* dst, size_t nblocks);
 void dequantize_q5_1(const uint8_t* src, float* dst, size_t nblocks);
 void dequantize_q8_0(const uint8_t* src, float* dst, size_t nblocks);
 // dequantize_k.cpp
+void dequantize_q2_k(const uint8_t* src, float* dst, size_t nblocks);
+void dequantize_q3_k(const uint8_t* src, float* dst, size_t nblocks);
 void dequantize_q4_k(const uint8_t* src, float* dst, size_t nblocks);
 void dequantize_q5_k(const uint8_t* src, float* dst, size_t nblocks);
 void dequantize_q6_k(const uint8_t* src, float* dst, size_t nblocks);
@@ -39,6 +41,8 @@ void quantize_q5_0(const float* src, uint8_t* dst, size_t nblocks);
 void quantize_q5_1(const float* src, uint8_t* dst, size_t nblocks);
 void quantize_q8_0(const float* src, uint8_t* dst, size_t nblocks);
 // quantize_k.cpp
+void quantize_q2_k(const float* src, uint8_t* dst, size_t nblocks);
+void quantize_q3_k(const float* src, uint8_t* dst, size_t nblocks);
 void quantize_q4_k(const float* src, uint8_t* dst, size_t nblocks);
 void quantize_q5_k(const float* src, uint8_t* dst, size_t nblocks);
 void quantize_q6_k(const float* src, uint8_t* dst, size_t nblocks);

@@ -132,6 +132,36 @@ Tensor shift_upper(const Tensor& x, size_t axis, int shift) {
   return upper_half(x.dims(), axis, x.device()).where(idiv(x, int64_t{1} << shift), x);
 }
 
+// The K formats' element axes (n, 2, 2, 2, 32): element 128a + 64b + 32c + l of a super-block.
+std::vector<int64_t> k_axes(int64_t n) { return {n, 2, 2, 2, 32}; }
+
+// Bit 4a + 2b + c (= e/32) of byte l (= e%32) of the 32 bytes at off, over k_axes: Q5_K's qh,
+// Q3_K's hmask. Shifts chosen per bit of e/32, constants once the sub-block is known (no table
+// load).
+Tensor bit_of_32(const Blocks& b, size_t off) {
+  Tensor x = b.bytes(off, 32).reshape({b.n(), 1, 1, 1, 32}).expand(k_axes(b.n()));
+  return shift_upper(shift_upper(shift_upper(x, 1, 4), 2, 2), 3, 1) & 1;
+}
+
+// Bits 2(2b + c).. of byte 32a + l of the 64 bytes at off, over k_axes: Q2_K's and Q3_K's quants,
+// Q6_K's high bits. One byte load whose offset is affine in l, so vector lanes along l read
+// contiguous bytes.
+Tensor two_bits(const Blocks& b, size_t off) {
+  Tensor x = b.bytes(off, 64).reshape({b.n(), 2, 1, 1, 32}).expand(k_axes(b.n()));
+  return shift_upper(shift_upper(x, 2, 4), 3, 2) & 3;
+}
+
+// A value per sub-block of 16, (n, 16), spread over k_axes: sub-block 8a + 4b + 2c + l/16, a
+// choice between two scalars per 32 (a load per lane group, not a gather).
+Tensor per_sixteen(const Tensor& v) {
+  const int64_t n = v.size(0);
+  const std::vector<int64_t> dims = k_axes(n);
+  Tensor s = v.reshape({n, 2, 2, 2, 2});
+  Tensor first = s.shrink({{0, n}, {0, 2}, {0, 2}, {0, 2}, {0, 1}}).expand(dims);
+  Tensor second = s.shrink({{0, n}, {0, 2}, {0, 2}, {0, 2}, {1, 2}}).expand(dims);
+  return upper_half(dims, 4, v.device()).where(second, first);
+}
+
 // Two int tensors of values in [0, 64) as float32, read from one table of 0..63: x86 converts
 // an int to a float with two ALU uops and broadcasts it to a vector with a third, while a
 // broadcast load from a table uses no ALU port (the gather becomes one load, see gather_load.h).
@@ -178,34 +208,47 @@ Tensor q4_k(const Blocks& b) {
 
 Tensor q5_k(const Blocks& b) {
   auto [d, dm] = scale_offset_k4(b, q5_k::kD, q5_k::kDmin, q5_k::kScales);
-  // Sub-block j = 4j2 + 2j1 + j0 takes bit j of qh[l]: shifts chosen per bit of j, constants
-  // once the sub-block is known (no table load).
-  const std::vector<int64_t> dims{b.n(), 2, 2, 2, 32};
-  Tensor qh = b.bytes(q5_k::kQh, 32).reshape({b.n(), 1, 1, 1, 32}).expand(dims);
-  Tensor bit = shift_upper(shift_upper(shift_upper(qh, 1, 4), 2, 2), 3, 1) & 1;
-  Tensor high = bit.reshape({b.n(), kQK_K}) * 16;
+  // Sub-block j takes bit j of qh[l].
+  Tensor high = bit_of_32(b, q5_k::kQh).reshape({b.n(), kQK_K}) * 16;
   return d * (k_nibbles(b, q5_k::kQs, dtypes::uint8) + high).cast(dtypes::float32) + dm;
 }
 
+// Q2_K: element e of sub-block e/16: d*(sc & 15) * q - dmin*(sc >> 4), the offset added as in
+// Q4_K.
+Tensor q2_k(const Blocks& b) {
+  Tensor sc = b.bytes(q2_k::kScales, 16);
+  Tensor d = b.f16(q2_k::kD) * (sc & 15).cast(dtypes::float32);
+  Tensor dm = -b.f16(q2_k::kDmin) * idiv(sc, 16).cast(dtypes::float32);
+  Tensor q = two_bits(b, q2_k::kQs).cast(dtypes::float32);
+  return (per_sixteen(d) * q + per_sixteen(dm)).reshape({b.n(), kQK_K});
+}
+
+// Q3_K: d*(ls - 32) * (q - 4), q = two_bits | hmask bit << 2.
+Tensor q3_k(const Blocks& b) {
+  // ls_j, j = 8h + 4k1 + 2k0 + j0 on axes (h, k1, k0, j0): nibble h of scales[j % 8], and bits
+  // 2(2h + k1).. of scales[8 + j % 4].
+  const int64_t n = b.n();
+  const std::vector<int64_t> sub{n, 2, 2, 2, 2};
+  Tensor lo = b.bytes(q3_k::kScales, 8).reshape({n, 1, 2, 2, 2}).expand(sub);
+  Tensor hi = b.bytes(q3_k::kScales + 8, 4).reshape({n, 1, 1, 2, 2}).expand(sub);
+  Tensor ls = (shift_upper(lo, 1, 4) & 15) + (shift_upper(shift_upper(hi, 1, 4), 2, 2) & 3) * 16;
+  Tensor d = b.f16(q3_k::kD) *
+             (ls.cast(dtypes::int32) - q3_k::kScaleOffset).cast(dtypes::float32).reshape({n, 16});
+  Tensor q = two_bits(b, q3_k::kQs) + bit_of_32(b, q3_k::kHmask) * 4;
+  return (per_sixteen(d) * (q.cast(dtypes::int32) - q3_k::kOffset).cast(dtypes::float32))
+      .reshape({n, kQK_K});
+}
+
 Tensor q6_k(const Blocks& b) {
-  // Element 128h + 32(2qhi + qlo) + l (axes h, qhi, qlo, l) is 6 bits: the qhi-th nibble of
+  // Element 128h + 32(2qhi + qlo) + l (k_axes h, qhi, qlo, l) is 6 bits: the qhi-th nibble of
   // ql[64h + 32qlo + l] and bits 2(2qhi + qlo).. of qh[32h + l]; each a single byte load whose
   // offset is affine in l, so vector lanes along l read contiguous bytes.
   const int64_t n = b.n();
-  const std::vector<int64_t> dims{n, 2, 2, 2, 32};
-  Tensor ql = b.bytes(q6_k::kQl, 128).reshape({n, 2, 1, 2, 32}).expand(dims);
-  Tensor qh = b.bytes(q6_k::kQh, 64).reshape({n, 2, 1, 1, 32}).expand(dims);
+  Tensor ql = b.bytes(q6_k::kQl, 128).reshape({n, 2, 1, 2, 32}).expand(k_axes(n));
   Tensor low = shift_upper(ql, 2, 4) & 15;
-  Tensor high = shift_upper(shift_upper(qh, 2, 4), 3, 2) & 3;
-  Tensor q = (low + high * 16).cast(dtypes::int32) - q6_k::kOffset;
-  // Sub-block of 16: scales[8h + 4qhi + 2qlo + l/16], a choice between two scalars per 32 (a
-  // load per lane group, not a gather).
+  Tensor q = (low + two_bits(b, q6_k::kQh) * 16).cast(dtypes::int32) - q6_k::kOffset;
   Tensor sc = b.bytes(q6_k::kScales, 16).bitcast(dtypes::int8).cast(dtypes::float32);
-  Tensor scale = (b.f16(q6_k::kD) * sc).reshape({n, 2, 2, 2, 2});
-  Tensor first = scale.shrink({{0, n}, {0, 2}, {0, 2}, {0, 2}, {0, 1}}).expand(dims);
-  Tensor second = scale.shrink({{0, n}, {0, 2}, {0, 2}, {0, 2}, {1, 2}}).expand(dims);
-  scale = upper_half(dims, 4, first.device()).where(second, first);
-  return (scale * q.cast(dtypes::float32)).reshape({n, kQK_K});
+  return (per_sixteen(b.f16(q6_k::kD) * sc) * q.cast(dtypes::float32)).reshape({n, kQK_K});
 }
 
 Tensor iq4_xs(const Blocks& b) {
@@ -236,11 +279,12 @@ Tensor f32(const Blocks& b) { return b.u32(0).bitcast(dtypes::float32); }
 using Expr = Tensor (*)(const Blocks&);
 const std::map<GgmlType, Expr>& exprs() {
   static const std::map<GgmlType, Expr> table = {
-      {GgmlType::F32, f32},     {GgmlType::F16, f16},       {GgmlType::BF16, bf16},
-      {GgmlType::Q8_0, q8_0},   {GgmlType::Q4_0, q4_0},     {GgmlType::Q4_1, q4_1},
-      {GgmlType::Q5_0, q5_0},   {GgmlType::Q5_1, q5_1},     {GgmlType::IQ4_NL, iq4_nl},
-      {GgmlType::MXFP4, mxfp4}, {GgmlType::Q4_K, q4_k},     {GgmlType::Q5_K, q5_k},
-      {GgmlType::Q6_K, q6_k},   {GgmlType::IQ4_XS, iq4_xs},
+      {GgmlType::F32, f32},       {GgmlType::F16, f16},   {GgmlType::BF16, bf16},
+      {GgmlType::Q8_0, q8_0},     {GgmlType::Q4_0, q4_0}, {GgmlType::Q4_1, q4_1},
+      {GgmlType::Q5_0, q5_0},     {GgmlType::Q5_1, q5_1}, {GgmlType::IQ4_NL, iq4_nl},
+      {GgmlType::MXFP4, mxfp4},   {GgmlType::Q2_K, q2_k}, {GgmlType::Q3_K, q3_k},
+      {GgmlType::Q4_K, q4_k},     {GgmlType::Q5_K, q5_k}, {GgmlType::Q6_K, q6_k},
+      {GgmlType::IQ4_XS, iq4_xs},
   };
   return table;
 }

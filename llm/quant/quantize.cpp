@@ -24,6 +24,8 @@ constexpr QuantEntry kQuantizers[] = {
     {GgmlType::Q5_0, detail::quantize_q5_0, true},
     {GgmlType::Q5_1, detail::quantize_q5_1, true},
     {GgmlType::Q8_0, detail::quantize_q8_0, true},
+    {GgmlType::Q2_K, detail::quantize_q2_k, true},
+    {GgmlType::Q3_K, detail::quantize_q3_k, true},
     {GgmlType::Q4_K, detail::quantize_q4_k, true},
     {GgmlType::Q5_K, detail::quantize_q5_k, true},
     {GgmlType::Q6_K, detail::quantize_q6_k, true},

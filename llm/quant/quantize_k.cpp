@@ -1,5 +1,5 @@
-// Quantizers of the K formats, following ggml's quantize_row_q{4,5,6,8}_K_ref: sub-block
-// (scale, min) searches in fp32, 6- or 8-bit quantized sub-block scales, then every element is
+// Quantizers of the K formats, following ggml's quantize_row_q{2,3,4,5,6,8}_K_ref: sub-block
+// (scale, min) searches in fp32, 4-, 6- or 8-bit quantized sub-block scales, then every element is
 // re-quantized against the stored fp16 super-scale times its quantized sub-block scale.
 // All sums run sequentially in fp32 in ggml's order, so the blocks come out byte-identical.
 #include <algorithm>
@@ -13,20 +13,29 @@ namespace ugrad::llm::detail {
 namespace {
 
 constexpr int kSubBlocks = kQK_K / 32;    // Q4_K/Q5_K: 8 sub-blocks of 32
-constexpr int kSubBlocks16 = kQK_K / 16;  // Q6_K: 16 sub-blocks of 16
+constexpr int kSubBlocks16 = kQK_K / 16;  // Q2_K/Q3_K/Q6_K: 16 sub-blocks of 16
+constexpr int kScaleMax4 = 15;            // largest 4-bit sub-block scale / min (Q2_K)
 constexpr int kScaleMax6 = 63;            // largest 6-bit sub-block scale / min
 constexpr float kGroupMaxEps = 1e-15f;    // ggml's GROUP_MAX_EPS: "all zero" threshold
 
-// A (rmin, rdelta, nstep) scale search of make_qkx2_quants.
+// A (rmin, rdelta, nstep) scale search of make_qkx2_quants, scored by weighted squared error or
+// (Q2_K) weighted absolute error.
 struct ScaleSearch {
   float rmin, rdelta;
   int nstep;
+  bool abs_error;
 };
-constexpr ScaleSearch kSearchQ4K = {-1.0f, 0.1f, 20};
-constexpr ScaleSearch kSearchQ5K = {-0.5f, 0.1f, 15};
+constexpr ScaleSearch kSearchQ2K = {-0.5f, 0.1f, 15, true};
+constexpr ScaleSearch kSearchQ4K = {-1.0f, 0.1f, 20, false};
+constexpr ScaleSearch kSearchQ5K = {-0.5f, 0.1f, 15, false};
 
-// Affine weighted fit x ~ scale * L + min with L in [0, nmax], min <= 0 (ggml's make_qkx2_quants,
-// squared error): try iscale = (nmax + rmin + rdelta*is) / (max - min) for is = 0..nstep, solve
+// w * |diff| or w * diff^2, as the search scores errors.
+float weighted_error(float w, float diff, ScaleSearch search) {
+  return w * (search.abs_error ? std::fabs(diff) : diff * diff);
+}
+
+// Affine weighted fit x ~ scale * L + min with L in [0, nmax], min <= 0 (ggml's make_qkx2_quants):
+// try iscale = (nmax + rmin + rdelta*is) / (max - min) for is = 0..nstep, solve
 // the 2x2 weighted least squares for each quantization and keep the lowest error.
 // Returns the scale; *neg_min receives -min (>= 0).
 float fit_scale_min(int n, int nmax, const float* x, const float* w, uint8_t* L, float* neg_min,
@@ -53,8 +62,7 @@ float fit_scale_min(int n, int nmax, const float* x, const float* w, uint8_t* L,
   for (int i = 0; i < n; ++i) {
     const int l = std::clamp(nearest_int(iscale * (x[i] - min)), 0, nmax);
     L[i] = uint8_t(l);
-    const float diff = scale * float(l) + min - x[i];
-    best_error += w[i] * (diff * diff);
+    best_error += weighted_error(w[i], scale * float(l) + min - x[i], search);
   }
   for (int is = 0; is <= search.nstep; ++is) {
     iscale = (search.rmin + search.rdelta * float(is) + float(nmax)) / (max - min);
@@ -75,10 +83,8 @@ float fit_scale_min(int n, int nmax, const float* x, const float* w, uint8_t* L,
         this_scale = sum_xl / sum_l2;
       }
       float cur_error = 0;
-      for (int i = 0; i < n; ++i) {
-        const float diff = this_scale * float(Laux[i]) + this_min - x[i];
-        cur_error += w[i] * (diff * diff);
-      }
+      for (int i = 0; i < n; ++i)
+        cur_error += weighted_error(w[i], this_scale * float(Laux[i]) + this_min - x[i], search);
       if (cur_error < best_error) {
         std::copy(Laux, Laux + n, L);
         best_error = cur_error;
@@ -91,53 +97,116 @@ float fit_scale_min(int n, int nmax, const float* x, const float* w, uint8_t* L,
   return scale;
 }
 
+// The element of largest magnitude, first on ties, with its sign (0 when all are zero).
+float signed_max(int n, const float* x) {
+  float max = 0, amax = 0;
+  for (int i = 0; i < n; ++i) {
+    if (std::fabs(x[i]) > amax) {
+      amax = std::fabs(x[i]);
+      max = x[i];
+    }
+  }
+  return max;
+}
+
+// Σwxl and Σwl² with weights w = x^2, in ggml's float order.
+struct SymmetricSums {
+  float lx = 0, l2 = 0;
+  void add(float x, int l) {
+    const float w = x * x;
+    lx += w * x * float(l);
+    l2 += w * float(l) * float(l);
+  }
+};
+
+// l = clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1) for every i (into L when given, plus
+// `offset`) and their sums.
+SymmetricSums quantize_symmetric(int n, int nmax, const float* x, float iscale, int8_t* L,
+                                 int offset) {
+  SymmetricSums sums;
+  for (int i = 0; i < n; ++i) {
+    const int l = std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+    if (L) L[i] = int8_t(l + offset);
+    sums.add(x[i], l);
+  }
+  return sums;
+}
+
 // Symmetric fit x ~ scale * l, l in [-nmax, nmax-1], weights x^2 (ggml's make_qx_quants with
 // rmse_type 1): 19 candidate scales -(nmax + 0.1*is)/max, keep the best (Σwxl)^2/Σwl^2.
 // L receives l + nmax. Returns the scale (0 for an all-zero group).
 float fit_scale_symmetric(int n, int nmax, const float* x, int8_t* L) {
-  float max = 0, amax = 0;
-  for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[i];
-    }
-  }
-  if (amax < kGroupMaxEps) {
+  const float max = signed_max(n, x);
+  if (std::fabs(max) < kGroupMaxEps) {
     std::fill(L, L + n, int8_t(0));
     return 0.0f;
   }
-  auto quant = [&](float iscale, int i) {
-    return std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
-  };
-  float iscale = -float(nmax) / max;
-  float sumlx = 0, suml2 = 0;
-  for (int i = 0; i < n; ++i) {
-    const int l = quant(iscale, i);
-    L[i] = int8_t(l + nmax);
-    const float w = x[i] * x[i];
-    sumlx += w * x[i] * float(l);
-    suml2 += w * float(l) * float(l);
-  }
-  float scale = suml2 != 0 ? sumlx / suml2 : 0.0f;
-  float best = scale * sumlx;
+  SymmetricSums sums = quantize_symmetric(n, nmax, x, -float(nmax) / max, L, nmax);
+  float scale = sums.l2 != 0 ? sums.lx / sums.l2 : 0.0f;
+  float best = scale * sums.lx;
   for (int is = -9; is <= 9; ++is) {
     if (is == 0) continue;
-    iscale = -(float(nmax) + 0.1f * float(is)) / max;
-    sumlx = suml2 = 0;
-    for (int i = 0; i < n; ++i) {
-      const int l = quant(iscale, i);
-      const float w = x[i] * x[i];
-      sumlx += w * x[i] * float(l);
-      suml2 += w * float(l) * float(l);
-    }
-    if (suml2 > 0 && sumlx * sumlx > best * suml2) {
-      for (int i = 0; i < n; ++i) L[i] = int8_t(nmax + quant(iscale, i));
-      scale = sumlx / suml2;
-      best = scale * sumlx;
+    const float iscale = -(float(nmax) + 0.1f * float(is)) / max;
+    sums = quantize_symmetric(n, nmax, x, iscale, nullptr, 0);
+    if (sums.l2 > 0 && sums.lx * sums.lx > best * sums.l2) {
+      quantize_symmetric(n, nmax, x, iscale, L, nmax);
+      scale = sums.lx / sums.l2;
+      best = scale * sums.lx;
     }
   }
   return scale;
+}
+
+// The quants of one affine sub-block against its stored scale d and offset dm:
+// clamp(nearest_int((x + dm) / d), 0, nmax). A zero d keeps the fit's quants, as ggml does.
+void requantize_affine(int n, int nmax, const float* x, float d, float dm, uint8_t* L) {
+  if (d == 0.0f) return;
+  for (int i = 0; i < n; ++i) L[i] = uint8_t(std::clamp(nearest_int((x[i] + dm) / d), 0, nmax));
+}
+
+// Symmetric fit x ~ scale * l, l in [-nmax, nmax-1], weights x^2 (ggml's make_q3_quants with
+// rmse): start from iscale = -nmax/max, then up to 5 sweeps that move one quant at a time to
+// nearest_int(x * Σwl² / Σwxl) (sums without that element) when it raises (Σwxl)²/Σwl².
+// L receives l + nmax, or 0 everywhere for an all-zero group. Returns Σwxl/Σwl².
+float fit_scale_refined(int n, int nmax, const float* x, int8_t* L) {
+  constexpr int kSweeps = 5;
+  const float max = signed_max(n, x);
+  if (std::fabs(max) < kGroupMaxEps) {
+    std::fill(L, L + n, int8_t(0));
+    return 0.0f;
+  }
+  const SymmetricSums start = quantize_symmetric(n, nmax, x, -float(nmax) / max, L, 0);
+  float sumlx = start.lx, suml2 = start.l2;
+  for (int sweep = 0; sweep < kSweeps; ++sweep) {
+    int changed = 0;
+    for (int i = 0; i < n; ++i) {
+      const float w = x[i] * x[i];
+      float slx = sumlx - w * x[i] * float(L[i]);
+      if (!(slx > 0)) continue;  // NaN too, as ggml's test
+      float sl2 = suml2 - w * float(L[i]) * float(L[i]);
+      const int l = std::clamp(nearest_int(x[i] * sl2 / slx), -nmax, nmax - 1);
+      if (l == L[i]) continue;
+      slx += w * x[i] * float(l);
+      sl2 += w * float(l) * float(l);
+      if (sl2 > 0 && slx * slx * suml2 > sumlx * sumlx * sl2) {
+        L[i] = int8_t(l);
+        sumlx = slx;
+        suml2 = sl2;
+        ++changed;
+      }
+    }
+    if (changed == 0) break;
+  }
+  for (int i = 0; i < n; ++i) L[i] = int8_t(L[i] + nmax);
+  return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+}
+
+// Q2_K/Q3_K: 2-bit quants (the low 2 bits of L) packed 4 per byte (blocks.h, Q2_K order).
+void pack_2bit(const uint8_t* L, uint8_t* qs) {
+  for (int h = 0; h < kQK_K; h += 128, qs += 32)
+    for (int l = 0; l < 32; ++l)
+      qs[l] =
+          uint8_t(L[h + l] | (L[h + l + 32] << 2) | (L[h + l + 64] << 4) | (L[h + l + 96] << 6));
 }
 
 // Q4_K/Q5_K scale packing (inverse of unpack_scale_min_k4).
@@ -186,15 +255,91 @@ void quantize_k_affine(const float* x, uint8_t* block, int nmax, ScaleSearch sea
   for (int j = 0; j < kSubBlocks; ++j) {
     uint8_t sc, m;
     unpack_scale_min_k4(j, packed, &sc, &m);
-    const float d = d_stored * float(sc);
-    if (d == 0.0f) continue;  // keep the fit's quants, as ggml does
-    const float dm = dmin_stored * float(m);
-    for (int i = 0; i < kSub; ++i)
-      L[kSub * j + i] = uint8_t(std::clamp(nearest_int((x[kSub * j + i] + dm) / d), 0, nmax));
+    requantize_affine(kSub, nmax, x + kSub * j, d_stored * float(sc), dmin_stored * float(m),
+                      L + kSub * j);
   }
 }
 
 }  // namespace
+
+// Q2_K: 16 sub-blocks of 16, affine fits (weights |x|, absolute error), 4-bit scales and mins
+// relative to d = max scale / 15 and dmin = max min / 15, 2-bit quants (nmax 3).
+void quantize_q2_k(const float* x, uint8_t* dst, size_t nblocks) {
+  constexpr int kSub = q2_k::kSubBlock;
+  uint8_t L[kQK_K];
+  float scales[kSubBlocks16], mins[kSubBlocks16], weights[kSub];
+  for (size_t b = 0; b < nblocks; ++b, x += kQK_K, dst += q2_k::kBytes) {
+    float max_scale = 0, max_min = 0;
+    for (int j = 0; j < kSubBlocks16; ++j) {
+      for (int l = 0; l < kSub; ++l) weights[l] = std::fabs(x[kSub * j + l]);
+      scales[j] = fit_scale_min(kSub, 3, x + kSub * j, weights, L + kSub * j, &mins[j], kSearchQ2K);
+      max_scale = std::max(max_scale, scales[j]);
+      max_min = std::max(max_min, mins[j]);
+    }
+    // A zero maximum gives zero codes and a zero d (dmin), as ggml's separate branch does.
+    const float inv_scale = max_scale > 0 ? float(kScaleMax4) / max_scale : 0.0f;
+    const float inv_min = max_min > 0 ? float(kScaleMax4) / max_min : 0.0f;
+    uint8_t* sc = dst + q2_k::kScales;
+    for (int j = 0; j < kSubBlocks16; ++j) {
+      const int ls = nearest_int(inv_scale * scales[j]), lm = nearest_int(inv_min * mins[j]);
+      sc[j] = uint8_t(uint8_t(ls) | (lm << 4));
+    }
+    store_f16(dst + q2_k::kD, max_scale / float(kScaleMax4));
+    store_f16(dst + q2_k::kDmin, max_min / float(kScaleMax4));
+    const float d_stored = load_f16(dst + q2_k::kD);
+    const float dmin_stored = load_f16(dst + q2_k::kDmin);
+    for (int j = 0; j < kSubBlocks16; ++j)
+      requantize_affine(kSub, 3, x + kSub * j, d_stored * float(sc[j] & 0xF),
+                        dmin_stored * float(sc[j] >> 4), L + kSub * j);
+    pack_2bit(L, dst + q2_k::kQs);
+  }
+}
+
+// Q3_K: 16 sub-blocks of 16, refined symmetric fits, 6-bit scales relative to d = max / -32
+// (signed largest sub-block scale), 3-bit quants split into 2 low bits and an hmask bit.
+void quantize_q3_k(const float* x, uint8_t* dst, size_t nblocks) {
+  constexpr int kSub = q3_k::kSubBlock;
+  int8_t L[kQK_K];
+  float scales[kSubBlocks16];
+  for (size_t b = 0; b < nblocks; ++b, x += kQK_K, dst += q3_k::kBytes) {
+    for (int j = 0; j < kSubBlocks16; ++j)
+      scales[j] = fit_scale_refined(kSub, q3_k::kOffset, x + kSub * j, L + kSub * j);
+    const float max_scale = signed_max(kSubBlocks16, scales);
+    uint8_t* packed = dst + q3_k::kScales;
+    std::memset(packed, 0, q3_k::kScaleBytes);
+    if (max_scale != 0.0f) {
+      const float iscale = -float(q3_k::kScaleOffset) / max_scale;
+      for (int j = 0; j < kSubBlocks16; ++j) {
+        const int ls = std::clamp(nearest_int(iscale * scales[j]), -q3_k::kScaleOffset,
+                                  q3_k::kScaleOffset - 1) +
+                       q3_k::kScaleOffset;
+        packed[j % 8] |= uint8_t((ls & 0xF) << (4 * (j / 8)));  // inverse of unpack_scale_q3_k
+        packed[8 + j % 4] |= uint8_t((ls >> 4) << (2 * (j / 4)));
+      }
+      store_f16(dst + q3_k::kD, 1 / iscale);
+    } else {
+      store_f16(dst + q3_k::kD, 0.0f);
+    }
+    const float d_stored = load_f16(dst + q3_k::kD);
+    for (int j = 0; j < kSubBlocks16; ++j) {
+      const float d = d_stored * float(unpack_scale_q3_k(j, packed) - q3_k::kScaleOffset);
+      if (d == 0.0f) continue;  // keep the fit's quants, as ggml does
+      for (int i = 0; i < kSub; ++i) {
+        const int l =
+            std::clamp(nearest_int(x[kSub * j + i] / d), -q3_k::kOffset, q3_k::kOffset - 1);
+        L[kSub * j + i] = int8_t(l + q3_k::kOffset);
+      }
+    }
+    uint8_t* hmask = dst + q3_k::kHmask;
+    std::memset(hmask, 0, 32);
+    uint8_t low[kQK_K];
+    for (int e = 0; e < kQK_K; ++e) {
+      if (L[e] > 3) hmask[e % 32] |= uint8_t(1 << (e / 32));
+      low[e] = uint8_t(L[e] & 3);
+    }
+    pack_2bit(low, dst + q3_k::kQs);
+  }
+}
 
 // Q4_K: 8 sub-blocks of 32, 6-bit scales and mins, 4-bit quants (nmax 15).
 void quantize_q4_k(const float* x, uint8_t* dst, size_t nblocks) {
@@ -230,15 +375,10 @@ void quantize_q6_k(const float* x, uint8_t* dst, size_t nblocks) {
   int8_t L[kQK_K];
   float scales[kSubBlocks16];
   for (size_t b = 0; b < nblocks; ++b, x += kQK_K, dst += q6_k::kBytes) {
-    float max_scale = 0, max_abs_scale = 0;
-    for (int ib = 0; ib < kSubBlocks16; ++ib) {
+    for (int ib = 0; ib < kSubBlocks16; ++ib)
       scales[ib] = fit_scale_symmetric(q6_k::kSubBlock, q6_k::kOffset, x + 16 * ib, L + 16 * ib);
-      if (std::fabs(scales[ib]) > max_abs_scale) {
-        max_abs_scale = std::fabs(scales[ib]);
-        max_scale = scales[ib];
-      }
-    }
-    if (max_abs_scale < kGroupMaxEps) {
+    const float max_scale = signed_max(kSubBlocks16, scales);
+    if (std::fabs(max_scale) < kGroupMaxEps) {
       std::memset(dst, 0, q6_k::kBytes);
       continue;
     }
@@ -273,15 +413,9 @@ void quantize_q6_k(const float* x, uint8_t* dst, size_t nblocks) {
 // bsums = sums of 16 consecutive quants.
 void quantize_q8_k(const float* x, uint8_t* dst, size_t nblocks) {
   for (size_t b = 0; b < nblocks; ++b, x += kQK_K, dst += q8_k::kBytes) {
-    float max = 0, amax = 0;
-    for (int j = 0; j < kQK_K; ++j) {
-      if (std::fabs(x[j]) > amax) {
-        amax = std::fabs(x[j]);
-        max = x[j];
-      }
-    }
+    const float max = signed_max(kQK_K, x);
     std::memset(dst, 0, q8_k::kBytes);
-    if (amax == 0) continue;  // d = 0, quants and sums 0
+    if (max == 0) continue;  // d = 0, quants and sums 0
     const float iscale = -127.0f / max;
     int8_t* qs = reinterpret_cast<int8_t*>(dst + q8_k::kQs);
     for (int j = 0; j < kQK_K; ++j) qs[j] = int8_t(std::min(127, nearest_int(iscale * x[j])));

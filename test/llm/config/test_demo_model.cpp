@@ -42,8 +42,8 @@ std::vector<float> values_of(const GgufTensor& t) {
   return out;
 }
 
-const GgmlType kTypes[] = {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_K,
-                           GgmlType::IQ4_XS};
+const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::Q8_0,  GgmlType::Q2_K,
+                           GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::IQ4_XS};
 
 TEST_CASE("demo model: round trip through a file in every weight type") {
   for (GgmlType type : kTypes) {
@@ -109,10 +109,9 @@ TEST_CASE("demo model: quantized weights are the seeded F32 weights, quantized")
   const double rms = std::sqrt(sum_sq / double(expected.size()));
   CHECK(rms == doctest::Approx(1.0 / std::sqrt(double(base.ffn_dim))).epsilon(0.05));
   // Relative RMS error each format reaches on normal data, with margin.
-  const std::pair<GgmlType, double> tolerances[] = {{GgmlType::F16, 1e-3},
-                                                    {GgmlType::Q8_0, 0.01},
-                                                    {GgmlType::Q4_K, 0.15},
-                                                    {GgmlType::IQ4_XS, 0.15}};
+  const std::pair<GgmlType, double> tolerances[] = {
+      {GgmlType::F16, 1e-3}, {GgmlType::Q8_0, 0.01}, {GgmlType::Q2_K, 0.35},
+      {GgmlType::Q3_K, 0.2}, {GgmlType::Q4_K, 0.15}, {GgmlType::IQ4_XS, 0.15}};
   for (const auto& tc : tolerances) {
     const GgmlType type = tc.first;  // (clang 14 lambdas, here INFO, cannot capture bindings)
     const double tolerance = tc.second;

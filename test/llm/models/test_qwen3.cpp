@@ -68,6 +68,8 @@ TEST_CASE("Qwen3 F16, untied output") { check_against_reference(GgmlType::F16, f
 TEST_CASE("Qwen3 Q8_0") { check_against_reference(GgmlType::Q8_0, true, kTol); }
 TEST_CASE("Qwen3 Q4_K") { check_against_reference(GgmlType::Q4_K, true, kInt8Tol); }
 TEST_CASE("Qwen3 IQ4_XS") { check_against_reference(GgmlType::IQ4_XS, true, kTol); }
+TEST_CASE("Qwen3 Q2_K") { check_against_reference(GgmlType::Q2_K, true, kTol); }
+TEST_CASE("Qwen3 Q3_K") { check_against_reference(GgmlType::Q3_K, false, kTol); }
 TEST_CASE("Qwen3 BF16") { check_against_reference(GgmlType::BF16, false, kTol); }
 
 // qwen3moe: qwen3 attention with the MoE FFN, against the hybrid reference (which reads qwen3moe).

@@ -104,6 +104,8 @@ int main(void) {
   quantize_row_q4_1_ref(in, (block_q4_1*)qbuf, N); emit_bytes("quantize_row_q4_1_ref", "Q4_1", qbuf, N / 32 * sizeof(block_q4_1));
   quantize_row_q5_0_ref(in, (block_q5_0*)qbuf, N); emit_bytes("quantize_row_q5_0_ref", "Q5_0", qbuf, N / 32 * sizeof(block_q5_0));
   quantize_row_q5_1_ref(in, (block_q5_1*)qbuf, N); emit_bytes("quantize_row_q5_1_ref", "Q5_1", qbuf, N / 32 * sizeof(block_q5_1));
+  quantize_row_q2_K_ref(in, (block_q2_K*)qbuf, N); emit_bytes("quantize_row_q2_K_ref", "Q2_K", qbuf, N / 256 * sizeof(block_q2_K));
+  quantize_row_q3_K_ref(in, (block_q3_K*)qbuf, N); emit_bytes("quantize_row_q3_K_ref", "Q3_K", qbuf, N / 256 * sizeof(block_q3_K));
   quantize_row_q4_K_ref(in, (block_q4_K*)qbuf, N); emit_bytes("quantize_row_q4_K_ref", "Q4_K", qbuf, N / 256 * sizeof(block_q4_K));
   quantize_row_q5_K_ref(in, (block_q5_K*)qbuf, N); emit_bytes("quantize_row_q5_K_ref", "Q5_K", qbuf, N / 256 * sizeof(block_q5_K));
   quantize_row_q6_K_ref(in, (block_q6_K*)qbuf, N); emit_bytes("quantize_row_q6_K_ref", "Q6_K", qbuf, N / 256 * sizeof(block_q6_K));
@@ -135,6 +137,8 @@ int main(void) {
   D(IQ4_NL, block_iq4_nl, 32, 10, dequantize_row_iq4_nl, 0);
   D(IQ4_XS, block_iq4_xs, 256, 11, dequantize_row_iq4_xs, 0);
   D(MXFP4, block_mxfp4, 32, 12, dequantize_row_mxfp4, -1);
+  D(Q2_K, block_q2_K, 256, 13, dequantize_row_q2_K, 80, 82);
+  D(Q3_K, block_q3_K, 256, 14, dequantize_row_q3_K, 108);
   printf("};\n\n");
 
   // Bulk: FNV-1a of the quantized bytes and of ggml's dequantization of them.
@@ -153,6 +157,8 @@ int main(void) {
   B(Q4_1, block_q4_1, quantize_row_q4_1_ref(bulk, (block_q4_1*)bulkq, n), dequantize_row_q4_1);
   B(Q5_0, block_q5_0, quantize_row_q5_0_ref(bulk, (block_q5_0*)bulkq, n), dequantize_row_q5_0);
   B(Q5_1, block_q5_1, quantize_row_q5_1_ref(bulk, (block_q5_1*)bulkq, n), dequantize_row_q5_1);
+  B(Q2_K, block_q2_K, quantize_row_q2_K_ref(bulk, (block_q2_K*)bulkq, n), dequantize_row_q2_K);
+  B(Q3_K, block_q3_K, quantize_row_q3_K_ref(bulk, (block_q3_K*)bulkq, n), dequantize_row_q3_K);
   B(Q4_K, block_q4_K, quantize_row_q4_K_ref(bulk, (block_q4_K*)bulkq, n), dequantize_row_q4_K);
   B(Q5_K, block_q5_K, quantize_row_q5_K_ref(bulk, (block_q5_K*)bulkq, n), dequantize_row_q5_K);
   B(Q6_K, block_q6_K, quantize_row_q6_K_ref(bulk, (block_q6_K*)bulkq, n), dequantize_row_q6_K);

@@ -130,6 +130,50 @@ TEST_SUITE("dequantize") {
     CHECK(y[31] == 9.75f);                               // 0.25 * 31 + 2
   }
 
+  // Q2_K/Q3_K 2-bit quant of element e (docs/quants.md#q2_k): half h, quarter k, lane l read bits
+  // 2k..2k+1 of qs[32h + l].
+  int two_bits(const std::vector<uint8_t>& b, size_t qs_off, int e) {
+    const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+    return (b[qs_off + 32 * h + l] >> (2 * k)) & 3;
+  }
+
+  TEST_CASE("Q2_K: 16 sub-blocks of 16, 4-bit scale and min per byte, 2-bit quants") {
+    std::vector<uint8_t> b(84);
+    for (int j = 0; j < 16; ++j) b[j] = uint8_t(j | ((15 - j) << 4));  // sc j, m 15 - j
+    for (int i = 0; i < 64; ++i) b[16 + i] = uint8_t(i * 37 + 11);
+    put16(b, 80, 0x3800);  // d = 0.5
+    put16(b, 82, 0x3400);  // dmin = 0.25
+    auto y = run(GgmlType::Q2_K, b, 256);
+    for (int e = 0; e < 256; ++e) {
+      const int j = e / 16;
+      CHECK(y[e] == 0.5f * float(j) * float(two_bits(b, 16, e)) - 0.25f * float(15 - j));
+    }
+    CHECK(y[0] == -3.75f);   // sc 0: only the min, 0.25 * 15
+    CHECK(y[100] == 3.75f);  // sc 6, q 2 (qs[4] = 159, bits 6..7), m 9: 0.5*6*2 - 0.25*9
+    CHECK(y[255] == 0.0f);   // sc 15, q 0, m 0
+  }
+
+  TEST_CASE("Q3_K: hmask 3rd bits, 6-bit scales packed in 12 bytes, d last") {
+    // ls = {0,1,2,3, 15,16,17,31, 32,33,47,48, 55,60,62,63}: low nibbles of j < 8 in bytes 0-7,
+    // of j >= 8 in their high nibbles, top 2 bits of j at bits 2(j/4) of byte 8 + j%4.
+    constexpr uint8_t kPacked[12] = {0x00, 0x11, 0xF2, 0x03, 0x7F, 0xC0,
+                                     0xE1, 0xFF, 0xE0, 0xE4, 0xE4, 0xF4};
+    const int ls[16] = {0, 1, 2, 3, 15, 16, 17, 31, 32, 33, 47, 48, 55, 60, 62, 63};
+    std::vector<uint8_t> b(110);
+    for (int i = 0; i < 32; ++i) b[i] = uint8_t(i * 53 + 7);        // hmask
+    for (int i = 0; i < 64; ++i) b[32 + i] = uint8_t(i * 37 + 11);  // qs
+    std::memcpy(&b[96], kPacked, 12);
+    put16(b, 108, 0x3400);  // d = 0.25
+    auto y = run(GgmlType::Q3_K, b, 256);
+    for (int e = 0; e < 256; ++e) {
+      const int high = (b[e % 32] >> (e / 32)) & 1;  // bit e/32 of hmask[e%32]
+      const int q = two_bits(b, 32, e) + 4 * high - 4;
+      CHECK(y[e] == 0.25f * float(ls[e / 16] - 32) * float(q));
+    }
+    CHECK(y[0] == -24.0f);    // ls 0: scale -32; qs[0] = 11, hmask[0] = 7: q = 3 + 4 - 4
+    CHECK(y[255] == -31.0f);  // ls 63: scale 31; qs[63] = 38, hmask[31] = 114: q = 0 + 0 - 4
+  }
+
   // Q4_K/Q5_K scales: sc = {1,2,3,4,17,33,50,63}, m = {0,5,10,15,16,31,47,62}, packed by hand:
   // bytes 0-3 sc0..3 | top2(sc4..7) << 6, bytes 4-7 m0..3 | top2(m4..7) << 6,
   // bytes 8-11 low4(sc4..7) | low4(m4..7) << 4.

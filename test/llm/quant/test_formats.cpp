@@ -45,7 +45,8 @@ TEST_SUITE("quant_formats") {
                 {GgmlType::Q5_1, 60000},   {GgmlType::Q8_0, 85000},   {GgmlType::Q4_K, 45000},
                 {GgmlType::Q5_K, 55000},   {GgmlType::Q6_K, 65625},   {GgmlType::Q8_K, 91250},
                 {GgmlType::IQ4_NL, 45000}, {GgmlType::IQ4_XS, 42500}, {GgmlType::MXFP4, 42500},
-                {GgmlType::F16, 160000},   {GgmlType::BF16, 160000},  {GgmlType::F32, 320000}};
+                {GgmlType::F16, 160000},   {GgmlType::BF16, 160000},  {GgmlType::F32, 320000},
+                {GgmlType::Q2_K, 26250},   {GgmlType::Q3_K, 34375}};
     for (const auto& r : rows) {
       const QuantFormat& f = format_of(r.t);
       CHECK_MESSAGE(f.block_bytes * 8 * 10000 == r.bpw_e4 * f.block_size, f.name);
@@ -61,6 +62,13 @@ TEST_SUITE("quant_formats") {
     CHECK(q5_1::kQs + 16 == format_of(GgmlType::Q5_1).block_bytes);
     CHECK(iq4_nl::kQs + 16 == format_of(GgmlType::IQ4_NL).block_bytes);
     CHECK(mxfp4::kQs + 16 == format_of(GgmlType::MXFP4).block_bytes);
+    CHECK(q2_k::kScales + 16 == q2_k::kQs);
+    CHECK(q2_k::kQs + 64 == q2_k::kD);
+    CHECK(q2_k::kDmin + 2 == format_of(GgmlType::Q2_K).block_bytes);
+    CHECK(q3_k::kHmask + 32 == q3_k::kQs);
+    CHECK(q3_k::kQs + 64 == q3_k::kScales);
+    CHECK(q3_k::kScales + q3_k::kScaleBytes == q3_k::kD);
+    CHECK(q3_k::kD + 2 == format_of(GgmlType::Q3_K).block_bytes);
     CHECK(q4_k::kQs + 128 == format_of(GgmlType::Q4_K).block_bytes);
     CHECK(q4_k::kScales + q4_k::kScaleBytes == q4_k::kQs);
     CHECK(q5_k::kQh + 32 == q5_k::kQs);
@@ -72,20 +80,22 @@ TEST_SUITE("quant_formats") {
   }
 
   TEST_CASE("the required formats are supported, the rest fail with their name") {
-    for (GgmlType t :
-         {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1,
-          GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K,
-          GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::MXFP4})
+    for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1,
+                       GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K,
+                       GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+                       GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::MXFP4})
       CHECK_MESSAGE(can_dequantize(t), format_of(t).name);
-    for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K,
-                       GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::Q8_K})
+    for (GgmlType t :
+         {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
+          GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::Q8_K})
       CHECK_MESSAGE(can_quantize(t), format_of(t).name);
-    CHECK_FALSE(can_dequantize(GgmlType::Q2_K));
-    CHECK_FALSE(can_quantize(GgmlType::Q2_K));
+    CHECK_FALSE(can_dequantize(GgmlType::IQ2_XXS));
+    CHECK_FALSE(can_quantize(GgmlType::IQ2_XXS));
     CHECK(can_quantize(GgmlType::MXFP4));
-    uint8_t bytes[84] = {};
+    uint8_t bytes[66] = {};  // one IQ2_XXS block
     float out[256];
-    CHECK_THROWS_WITH_AS(dequantize(GgmlType::Q2_K, bytes, out), doctest::Contains("Q2_K"), Error);
+    CHECK_THROWS_WITH_AS(dequantize(GgmlType::IQ2_XXS, bytes, out), doctest::Contains("IQ2_XXS"),
+                         Error);
     CHECK_THROWS_WITH_AS(quantize(GgmlType::IQ2_XXS, out, bytes), doctest::Contains("IQ2_XXS"),
                          Error);
   }

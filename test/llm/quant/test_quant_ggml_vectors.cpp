@@ -53,6 +53,10 @@ std::vector<int> masked_fields(GgmlType t) {
       return {0, 2};
     case GgmlType::Q6_K:
       return {208};
+    case GgmlType::Q2_K:
+      return {80, 82};
+    case GgmlType::Q3_K:
+      return {108};
     case GgmlType::Q8_K:
       return {2};  // top byte of the f32 d
     case GgmlType::MXFP4:

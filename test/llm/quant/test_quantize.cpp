@@ -48,7 +48,7 @@ struct Bound {
 
 // Bounds 1.15x what this implementation measures on seeded data (measured: Q8_0 0.0054, Q4_0
 // 0.086, Q4_1 0.078, Q5_0 0.043, Q5_1 0.038, Q4_K 0.072, Q5_K 0.036, Q6_K 0.0177, Q8_K 0.0068,
-// IQ4_NL 0.077, IQ4_XS 0.077, F16 0.00021, BF16 0.0017, MXFP4 0.115).
+// IQ4_NL 0.077, IQ4_XS 0.077, F16 0.00021, BF16 0.0017, MXFP4 0.115, Q2_K 0.299, Q3_K 0.152).
 constexpr Bound kBounds[] = {
     {GgmlType::Q8_0, 0.0062, 7.4e-5},   {GgmlType::Q4_0, 0.099, 1.1e-3},
     {GgmlType::Q4_1, 0.090, 0},         {GgmlType::Q5_0, 0.049, 0},
@@ -57,6 +57,7 @@ constexpr Bound kBounds[] = {
     {GgmlType::Q8_K, 0.0079, 0},        {GgmlType::IQ4_NL, 0.088, 1.3e-3},
     {GgmlType::IQ4_XS, 0.089, 1.26e-3}, {GgmlType::F16, 0.00024, 0},
     {GgmlType::BF16, 0.0019, 0},        {GgmlType::MXFP4, 0.132, 0},
+    {GgmlType::Q2_K, 0.343, 4.67e-3},   {GgmlType::Q3_K, 0.175, 2.51e-3},
 };
 
 }  // namespace
@@ -87,12 +88,14 @@ TEST_SUITE("quantize") {
     }
   }
 
-  TEST_CASE("quality ordering: Q8_0 < Q6_K < Q5_K < Q4_K, and IQ4_NL beats Q4_0") {
+  TEST_CASE("quality ordering: Q8_0 < Q6_K < Q5_K < Q4_K < Q3_K < Q2_K, IQ4_NL beats Q4_0") {
     const auto x = gaussian(32 * 256, 5);
     auto err = [&](GgmlType t) { return rms_error(x, round_trip(t, x)); };
     CHECK(err(GgmlType::Q8_0) < err(GgmlType::Q6_K));
     CHECK(err(GgmlType::Q6_K) < err(GgmlType::Q5_K));
     CHECK(err(GgmlType::Q5_K) < err(GgmlType::Q4_K));
+    CHECK(err(GgmlType::Q4_K) < err(GgmlType::Q3_K));
+    CHECK(err(GgmlType::Q3_K) < err(GgmlType::Q2_K));
     CHECK(err(GgmlType::IQ4_NL) < err(GgmlType::Q4_0));
     CHECK(err(GgmlType::Q5_0) < err(GgmlType::Q4_0));
   }
@@ -107,13 +110,13 @@ TEST_SUITE("quantize") {
     // A constant block: exact for the symmetric formats (the extreme is a code point), and for
     // the affine ones up to fp16 rounding of the scale.
     const std::vector<float> c(512, -1.5f);
-    for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q6_K,
-                       GgmlType::Q8_K, GgmlType::F16, GgmlType::BF16}) {
+    for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q3_K,
+                       GgmlType::Q6_K, GgmlType::Q8_K, GgmlType::F16, GgmlType::BF16}) {
       INFO(format_of(t).name);
       for (float v : round_trip(t, c)) REQUIRE(v == doctest::Approx(-1.5).epsilon(1e-3));
     }
-    for (GgmlType t : {GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q5_K,
-                       GgmlType::IQ4_NL, GgmlType::IQ4_XS}) {
+    for (GgmlType t : {GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::Q2_K, GgmlType::Q4_K,
+                       GgmlType::Q5_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS}) {
       INFO(format_of(t).name);
       for (float v : round_trip(t, c)) REQUIRE(v == doctest::Approx(-1.5).epsilon(2e-2));
     }
