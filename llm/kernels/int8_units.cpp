@@ -1,5 +1,8 @@
 #include "llm/kernels/int8_units.h"
 
+#include <functional>
+#include <tuple>
+
 #include "llm/quant/blocks.h"
 #include "llm/quant/iq4_tables.h"
 
@@ -41,7 +44,7 @@ constexpr int64_t kLow4 = 0x0F0F0F0F;
 // Q4_0 and IQ4_XS's sub-blocks.
 Unit nibble_halves(const std::array<UOp, 4>& q, const UOp& first, const UOp& scale,
                    const UOp& min) {
-  Unit u;
+  Unit u(2);
   for (int k = 0; k < 4; ++k) {
     u[0].levels[k] = as_levels(q[k] & kLow4);
     u[1].levels[k] = as_levels(shr(q[k], 4) & kLow4);
@@ -61,7 +64,7 @@ Unit q4_0_unit(const BlockBytes& b, const UOp&, const UOp&) {
 // Q8_0: one unit per block, elements 0..15 and 16..31; value = d * q (int8).
 Unit q8_0_unit(const BlockBytes& b, const UOp&, const UOp&) {
   UOp d = b.f16(q8_0::kD);
-  Unit u;
+  Unit u(2);
   for (int h = 0; h < 2; ++h) {
     std::array<UOp, 4> q = words16(b, index(q8_0::kQs + 16 * h), false);
     for (int k = 0; k < 4; ++k) u[h].levels[k] = as_levels(q[k]);
@@ -83,7 +86,7 @@ Unit k4_unit(const BlockBytes& b, const UOp& j, size_t qs, int64_t qh) {
   const std::vector<UOp> packed{b.word(q4_k::kScales), b.word(q4_k::kScales + 4),
                                 b.word(q4_k::kScales + 8)};
   const UOp d = b.f16(q4_k::kD), dmin = b.f16(q4_k::kDmin);
-  Unit u;
+  Unit u(2);
   for (int half = 0; half < 2; ++half) {
     const UOp s = g * 2 + half;  // the sub-block
     for (int k = 0; k < 4; ++k) {
@@ -122,7 +125,7 @@ Unit q6_k_unit(const BlockBytes& b, const UOp& j, const UOp&) {
   const UOp d = b.f16(q6_k::kD);
   std::vector<UOp> scales;
   for (int64_t k = 0; k < 16; k += 4) scales.push_back(b.word(q6_k::kScales + k));
-  Unit u;
+  Unit u(2);
   for (int half = 0; half < 2; ++half) {
     const UOp hshift = as_u32(a * 2 + 4 * half);
     for (int k = 0; k < 4; ++k)
@@ -137,6 +140,54 @@ Unit q6_k_unit(const BlockBytes& b, const UOp& j, const UOp&) {
   return u;
 }
 
+// Q2_K and Q3_K: unit j = (h, m) = (j / 2, j % 2) reads qs[32h + 16m ..]: bits 2s.. of byte i
+// are element 128h + 32s + 16m + i (sub-block 8h + 2s + m), four pieces s = 0..3. Q3_K's third
+// bit of element e is bit e / 32 of hmask[e % 32]: bit 4h + s of hmask[16m + i].
+Unit two_bit_unit(const BlockBytes& b, const UOp& j, size_t qs, int64_t hmask,
+                  const std::function<std::pair<UOp, UOp>(const UOp& sub_block)>& scale_min) {
+  const UOp h = j.idiv(2), m = j % 2;
+  std::array<UOp, 4> q = words16(b, index(static_cast<int64_t>(qs)) + h * 32 + m * 16,
+                                 true);
+  std::array<UOp, 4> high;
+  if (hmask >= 0) high = words16(b, index(hmask) + m * 16, true);
+  Unit u(4);
+  for (int s = 0; s < 4; ++s) {
+    for (int k = 0; k < 4; ++k) {
+      UOp lv = shr(q[k], 2 * s) & 0x03030303;
+      if (hmask >= 0) lv = lv | shl(shr(high[k], as_u32(h * 4 + s)) & 0x01010101, 2);
+      u[s].levels[k] = as_levels(lv);
+    }
+    u[s].element = h * 128 + m * 16 + 32 * s;
+    std::tie(u[s].scale, u[s].min) = scale_min(h * 8 + m + 2 * s);
+  }
+  return u;
+}
+
+// Q2_K: value = d * (scales[s] & 15) * q - dmin * (scales[s] >> 4).
+Unit q2_k_unit(const BlockBytes& b, const UOp& j, const UOp&) {
+  std::vector<UOp> scales;
+  for (int64_t k = 0; k < 16; k += 4) scales.push_back(b.word(q2_k::kScales + k));
+  const UOp d = b.f16(q2_k::kD), dmin = b.f16(q2_k::kDmin);
+  return two_bit_unit(b, j, q2_k::kQs, -1, [&](const UOp& s) {
+    const UOp byte = select_byte(scales, s);
+    return std::pair{d * to_f32(byte & 15), dmin * to_f32(shr(byte, 4))};
+  });
+}
+
+// Q3_K: value = d * (sc - 32) * (q - 4), the 6-bit sc from nibble s / 8 of scales[s % 8] and
+// bits 2(s / 4).. of scales[8 + s % 4] (unpack_scale_q3_k).
+Unit q3_k_unit(const BlockBytes& b, const UOp& j, const UOp&) {
+  std::vector<UOp> packed;
+  for (int64_t k = 0; k < q3_k::kScaleBytes; k += 4) packed.push_back(b.word(q3_k::kScales + k));
+  const UOp d = b.f16(q3_k::kD);
+  return two_bit_unit(b, j, q3_k::kQs, static_cast<int64_t>(q3_k::kHmask), [&](const UOp& s) {
+    const UOp low = shr(select_byte(packed, s % 8), as_u32(s.idiv(8)) * 4) & 15;
+    const UOp high = shr(select_byte(packed, s % 4 + 8), as_u32(s.idiv(4)) * 2) & 3;
+    const UOp scale = d * (to_f32(low | shl(high, 4)) - f32(q3_k::kScaleOffset));
+    return std::pair{scale, scale * f32(q3_k::kOffset)};
+  });
+}
+
 // IQ4_XS: unit j = sub-block j, its 16 quant bytes as Q4_0's; each nibble's level from the
 // table (kIQ4NLValues), 4 at a time by quant byte; value = d * (ls - 32) * level with the 6-bit
 // ls from scales_l (4 bits) and scales_h (2 bits).
@@ -147,7 +198,7 @@ Unit iq4_xs_unit(const BlockBytes& b, const UOp& j, const UOp& table) {
   const UOp scale = d * (to_f32(ls) - f32(iq4_xs::kScaleOffset));
   std::array<UOp, 4> q = words16(b, index(static_cast<int64_t>(iq4_xs::kQs)) + j * 16, true);
   const KernelBuilder& kb = *b.kb;
-  Unit u;
+  Unit u(2);
   for (int k = 0; k < 4; ++k) {
     UOp lo = u32(0), hi = u32(0);
     for (int i = 0; i < 4; ++i) {
@@ -167,6 +218,8 @@ Unit iq4_xs_unit(const BlockBytes& b, const UOp& j, const UOp& table) {
 const UnitFormat kFormats[] = {
     {GgmlType::Q4_0, 1, false, false, q4_0_unit},
     {GgmlType::Q8_0, 1, true, false, q8_0_unit},
+    {GgmlType::Q2_K, 4, false, false, q2_k_unit},
+    {GgmlType::Q3_K, 4, false, false, q3_k_unit},
     {GgmlType::Q4_K, 8, false, false, q4_k_unit},
     {GgmlType::Q5_K, 8, false, false, q5_k_unit},
     {GgmlType::Q6_K, 8, false, false, q6_k_unit},

@@ -1,14 +1,16 @@
 // How each quant format's weights enter int8 dot products in a hand-written kernel: a row's
-// blocks split into units of 32 elements, one unit per lane and step, each read as 16 bytes (or
-// 32 for Q8_0) of the block's quants that consecutive lanes take consecutively. A unit is two
-// halves of 16 elements; a half is 4 words of levels (one byte each, int8 or uint8 as the format
-// says), the elements they stand for, and the float scale and min of their sub-block:
+// blocks split into units, one unit per lane and step, each read as 16 bytes (32 for Q8_0) of the
+// block's quants that consecutive lanes take consecutively: 32 elements of a 4-bit format, 64 of
+// a 2- or 3-bit one. A unit is pieces of 16 elements (2 or 4); a piece is 4 words of
+// levels (one byte each, int8 or uint8 as the format says), the elements they stand for, and the
+// float scale and min of their sub-block:
 //   value = scale * level - min
-// so that a half's share of a dot product with int8 activations x is
+// so that a piece's share of a dot product with int8 activations x is
 //   scale * dot4(levels, x) - min * dot4(1, x)       (integer dot products, float scaling once)
 // The block layouts are llm/quant/blocks.h; docs/quants.md has the element order per format.
 #pragma once
 #include <array>
+#include <vector>
 #include <cstdint>
 
 #include "codegen/kernel_builder.h"
@@ -31,18 +33,18 @@ struct BlockBytes {
   UOp f16(int64_t off) const;
 };
 
-struct UnitHalf {
+struct UnitPiece {
   std::array<UOp, 4> levels;  // int32 words of 4 levels each, little-endian
   UOp element;                // index of the first of the 16 elements within the block
   UOp scale;                  // float32
   UOp min;                    // float32, or none (a format without mins)
 };
-using Unit = std::array<UnitHalf, 2>;
+using Unit = std::vector<UnitPiece>;
 
 /// An int8-dot form of a quant format.
 struct UnitFormat {
   GgmlType type;
-  int units_per_block;  // 32-element units in a block
+  int units_per_block;  // units in a block (each block_size / units_per_block elements)
   bool signed_levels;   // int8 levels (else uint8)
   bool uses_table;      // levels are looked up in a 256-entry table (int8_unit_table)
   /// Unit `j` (an index expression in [0, units_per_block)) of the block `b`. `table` is the

@@ -11,7 +11,7 @@
 namespace ugrad::llm {
 namespace {
 
-constexpr int64_t kLanes = 32, kWaves = 4, kUnit = 32;
+constexpr int64_t kLanes = 32, kWaves = 4;
 
 UOp index(int64_t v) { return UOp::cnst_int(dtypes::index, v); }
 
@@ -31,8 +31,8 @@ UOp dot16(const std::array<UOp, 4>& a, const std::array<UOp, 4>& b, Dot4Arg sign
 
 UOp build(const UnitFormat& f, int64_t rows, int64_t out, int64_t in) {
   const QuantFormat& q = format_of(f.type);
-  const int64_t row_bytes = row_bytes_of(f.type, in), units = in / kUnit;
-  const int64_t block_elems = q.block_size, steps = ceil_div(units, kLanes);
+  const int64_t block_elems = q.block_size, row_bytes = row_bytes_of(f.type, in);
+  const int64_t units = in / block_elems * f.units_per_block, steps = ceil_div(units, kLanes);
   KernelBuilder kb;
   UOp y = kb.buffer(dtypes::float32, rows * out);
   UOp w = kb.buffer(dtypes::uint32, ceil_div(out * row_bytes, 4));
@@ -67,17 +67,16 @@ UOp build(const UnitFormat& f, int64_t rows, int64_t out, int64_t in) {
   std::vector<UOp> stores;
   for (int64_t r = 0; r < rows; ++r) {
     UOp sum;
-    for (const UnitHalf& h : unit) {
-      const UOp first = (b * block_elems + h.element + r * in).idiv(4);
+    for (const UnitPiece& h : unit) {
+      const UOp at = b * block_elems + h.element + r * in;  // the piece's first element of x
       std::array<UOp, 4> x;
-      for (int k = 0; k < 4; ++k) x[k] = kb.load(xw, first + k, valid);
+      for (int k = 0; k < 4; ++k) x[k] = kb.load(xw, at.idiv(4) + k, valid);
       UOp s = h.scale * dot16(h.levels, x, signs).cast(dtypes::float32);
       if (h.min) s = s - h.min * dot16(ones, x, {false, true}).cast(dtypes::float32);
+      s = s * kb.load(xs, at.idiv(kInt8Block), valid);  // a piece lies in one block of x
       sum = sum ? sum + s : s;
     }
-    const UOp scale = kb.load(xs, (b * block_elems + unit[0].element).idiv(kInt8Block) +
-                                      r * (in / kInt8Block), valid);
-    const UOp acc = KernelBuilder::reduce(valid.where(scale * sum, zero), Op::ADD, {step});
+    const UOp acc = KernelBuilder::reduce(valid.where(sum, zero), Op::ADD, {step});
     stores.push_back(
         KernelBuilder::lds_store(partials, (wave + r * kWaves) * kLanes + lane, acc));
   }
@@ -94,7 +93,7 @@ UOp build(const UnitFormat& f, int64_t rows, int64_t out, int64_t in) {
 }  // namespace
 
 bool matvec_int8_supports(GgmlType type, int64_t out, int64_t in) {
-  return unit_format(type) && out > 0 && in > 0 && in % kInt8Block == 0 &&
+  return unit_format(type) && out > 0 && in > 0 && in % 256 == 0 &&
          row_bytes_of(type, in) % 4 == 0;
 }
 

@@ -38,10 +38,9 @@ Int8Rows quantize_rows_int8(const Tensor& x) {
     sum = i ? sum + level : level;
   }
   // The scale stays a lazy expression of the materialized max: consumers compute it inline.
+  static_assert(kInt8Block == 32, "sum32 sums one block");
   Tensor scale = l.scale.reshape({rows, nb});
-  const int64_t n32 = x.size(1) / 32;
-  Tensor scale32 = scale.reshape({rows, nb, 1}).expand({rows, nb, 8}).reshape({rows, n32});
-  Tensor sum32 = sum.reshape({rows, n32, 8}).sum({-1}).cast(dtypes::float32) * scale32;
+  Tensor sum32 = sum.reshape({rows, nb, 8}).sum({-1}).cast(dtypes::float32) * scale;
   Tensor out[] = {words.reshape({rows, k4}).bitcast(dtypes::int32).contiguous(),
                   sum32.contiguous()};
   return {out[0], scale, out[1]};

@@ -315,7 +315,7 @@ Tensor dequantize_lazy(const Tensor& raw, GgmlType type, const std::vector<int64
 
 Tensor q4_k_linear_int8(const Int8Rows& x, const Tensor& raw, const Tensor& words, int64_t out,
                         int64_t in) {
-  static_assert(kInt8Block == kQK_K, "one activation scale per super-block");
+  static_assert(kInt8Block == q4_k::kSubBlock, "one activation scale per sub-block");
   if (in % kQK_K != 0) fail("q4_k_linear_int8: {} inputs are not a multiple of {}", in, kQK_K);
   const int64_t per_block = q4_k::kBytes / 4, nb = in / kQK_K, n = out * nb, k4 = in / 4;
   if (words.dtype() != dtypes::uint32 || words.numel() != n * per_block)
@@ -339,9 +339,9 @@ Tensor q4_k_linear_int8(const Int8Rows& x, const Tensor& raw, const Tensor& word
   Tensor nib = (shift_upper(qs, 2, 4) & 0x0F0F0F0F).reshape({1, out, k4});
   const int64_t rows = x.words.size(0);
   // Per word: dot * (d * dx) * sc, the product by the scale its own multiply-add; d * dx is shared
-  // by a super-block's 8 sub-blocks.
-  Tensor dd = b.f16(q4_k::kD).reshape({1, out, nb}) * x.scale.reshape({rows, 1, nb});
-  dd = dd.reshape({rows, out, nb, 1}).expand({rows, out, nb, kQK_K / 4}).reshape({rows, out, k4});
+  // by a sub-block's 8 words.
+  Tensor dd = b.f16(q4_k::kD).reshape({1, out, nb, 1}) * x.scale.reshape({rows, 1, nb, 8});
+  dd = dd.reshape({rows, out, nb, 8, 1}).expand({rows, out, nb, 8, 8}).reshape({rows, out, k4});
   Tensor pd = dot4(nib, x.words.reshape({rows, 1, k4})).cast(dtypes::float32) * dd;
   Tensor sum = pd * spread(sc, 8).reshape({1, out, k4});
   // The mins' term -dmin * m_j * sum32_j of sub-block j is placed in word j of the super-block's

@@ -50,7 +50,7 @@ TEST_CASE("linear: the int8 DOT4 Q4_K path where the device has int8 dot product
   ScopedKnob off(Knob::LLM_KERNELS, "0");
   Linear generic = load_linear(t, "CPU");
   CHECK(!generic.words.defined());
-  // One row (the decode case): both paths round x to int8 levels per 256 values, so they agree
+  // One row (the decode case): both paths round x to int8 levels per 32 values, so they agree
   // to float rounding.
   std::vector<float> xs(256);
   for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(0.37f * float(i));

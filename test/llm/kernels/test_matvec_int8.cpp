@@ -80,8 +80,8 @@ void check_matvec(GgmlType type, int64_t rows, int64_t out, int64_t in) {
   CHECK(bad == 0);
 }
 
-constexpr GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K,
-                               GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS};
+constexpr GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K,
+                               GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS};
 
 }  // namespace
 
@@ -99,6 +99,8 @@ TEST_CASE("matvec_int8: ragged shapes (units past the last lane, outputs past th
 TEST_CASE("matvec_int8: what it does not take") {
   CHECK(!matvec_int8_supports(GgmlType::Q4_K, 64, 128));   // in not a multiple of 256
   CHECK(!matvec_int8_supports(GgmlType::Q6_K, 64, 256));   // rows of 210 bytes
+  CHECK(!matvec_int8_supports(GgmlType::Q3_K, 64, 256));   // rows of 110 bytes
+  CHECK(!matvec_int8_supports(GgmlType::Q8_0, 64, 224));   // in not a multiple of 256
   CHECK(matvec_int8_supports(GgmlType::Q6_K, 64, 512));
   CHECK(!matvec_int8_supports(GgmlType::F16, 64, 256));
   CHECK_THROWS_WITH_AS(matvec_int8_kernel(GgmlType::Q4_K, 1, 64, 128),

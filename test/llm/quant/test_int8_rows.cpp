@@ -30,15 +30,15 @@ std::vector<float> activations(int64_t rows, int64_t in, uint32_t seed) {
   return x;
 }
 
-// Per 256 values: level = round(x * 127 / max|x|), halves away from zero.
+// Per kInt8Block values: level = round(x * 127 / max|x|), halves away from zero.
 std::vector<int> levels(const std::vector<float>& x, std::vector<float>& scales) {
   std::vector<int> q(x.size());
-  for (size_t b = 0; b < x.size(); b += 256) {
+  for (size_t b = 0; b < x.size(); b += kInt8Block) {
     float amax = 0;
-    for (size_t i = b; i < b + 256; ++i) amax = std::max(amax, std::fabs(x[i]));
+    for (size_t i = b; i < b + kInt8Block; ++i) amax = std::max(amax, std::fabs(x[i]));
     scales.push_back(amax / 127);
     const float inv = amax > 0 ? 127 / amax : 0;
-    for (size_t i = b; i < b + 256; ++i) q[i] = int(std::round(x[i] * inv));
+    for (size_t i = b; i < b + kInt8Block; ++i) q[i] = int(std::round(x[i] * inv));
   }
   return q;
 }
@@ -70,17 +70,17 @@ TEST_CASE("int8 rows: levels, packed words, scales and sums of 32") {
       int sum = 0;
       for (size_t i = 32 * s; i < 32 * s + 32; ++i) sum += q[i];
       CAPTURE(s);
-      CHECK(sum32[s] == doctest::Approx(scales[s / 8] * float(sum)).epsilon(1e-6));
+      CHECK(sum32[s] == doctest::Approx(scales[s * 32 / kInt8Block] * float(sum)).epsilon(1e-6));
     }
     for (size_t b = 0; b < scales.size(); ++b) CHECK(scale[b] == doctest::Approx(scales[b]));
     std::vector<float> rounded = round_rows_int8(t).to_vector<float>();
     for (size_t i = 0; i < x.size(); ++i) {
       CAPTURE(i);
-      CHECK(rounded[i] == doctest::Approx(scales[i / 256] * float(q[i])).epsilon(1e-6));
+      CHECK(rounded[i] == doctest::Approx(scales[i / kInt8Block] * float(q[i])).epsilon(1e-6));
     }
   }
   CHECK_THROWS_WITH_AS(quantize_rows_int8(Tensor::zeros({1, 100})),
-                       doctest::Contains("multiple of 256"), Error);
+                       doctest::Contains("multiple of 32"), Error);
 }
 
 TEST_CASE("Q4_K DOT4 linear equals the dequantized weights times the rounded rows") {
@@ -115,7 +115,7 @@ TEST_CASE("Q4_K DOT4 linear equals the dequantized weights times the rounded row
         for (int64_t o = 0; o < out; ++o) {
           double want = 0, mag = 0;
           for (int64_t i = 0; i < in; ++i) {
-            const double xi = double(scales[(r * in + i) / 256]) * q[r * in + i];
+            const double xi = double(scales[(r * in + i) / kInt8Block]) * q[r * in + i];
             want += double(deq[o * in + i]) * xi;
             mag += std::fabs(double(deq[o * in + i]) * xi);
           }

@@ -44,10 +44,10 @@ inline std::vector<double> matvec(std::span<const float> w, std::span<const doub
   return y;
 }
 
-/// x rounded to int8 levels as llm/quant/int8_rows.h defines them: per 256 values, scale =
+/// x rounded to int8 levels as llm/quant/int8_rows.h defines them: per 32 values, scale =
 /// max|x| / 127 and x -> scale * round(x / scale), halves away from zero (all zero: zeros).
 inline std::vector<double> round_int8(std::span<const double> x) {
-  constexpr size_t kBlock = 256;
+  constexpr size_t kBlock = 32;
   if (x.size() % kBlock != 0) fail("reference: int8 rounding of {} values", x.size());
   std::vector<double> out(x.size(), 0.0);
   for (size_t b = 0; b < x.size(); b += kBlock) {
