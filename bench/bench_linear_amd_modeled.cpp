@@ -1,15 +1,17 @@
-// Modeled AMD speed of the hand-written quantized-linear kernels (llm/kernels/matvec_int8.h), one
-// launch per Qwen3-8B and Qwen3.6-27B matrix shape and format, run as gfx1100 code on the emulator
-// (test/mockgpu) and timed by its cost model of an RX 7900 XTX: MODELED, not measured.
+// Modeled AMD speed of the hand-written quantized-linear kernels (llm/kernels/matvec_int8.h for
+// one row, matmul_wmma.h for a 32-row chunk), one launch each per Qwen3-8B and Qwen3.6-27B
+// matrix shape and format, run as gfx1100 code on the emulator (test/mockgpu) and timed by its
+// cost model of an RX 7900 XTX: MODELED, not measured.
 // Per launch, the counters behind the figure:
 //   % of 960 GB/s   weight bytes / modeled time / 960 GB/s (launch overhead included)
-//   fetch use       weight bytes / (128 B x line requests of the weight loads): how much of each
-//                   vector load's lines the kernel uses (x's loads, cache hits, apart)
+//   fetch use       weight bytes / (128 B x line requests of all vector loads): how much of
+//                   the lines the loads fetch are weight bytes (x's loads count as waste)
+//   % of WMMA peak  (prefill) 2 x 32 x out x in flops / modeled time / 122.9 TFLOP/s
 //   inst/B          wave instructions per weight byte (all classes)
 //   waves/SIMD      occupancy from VGPRs and LDS
 //   bound           the cost model's largest term
-// Weights are random bytes (timings do not depend on values); x is one row of 0.5.
-//   bench_linear_amd_modeled [FORMAT ...]   (default: Q4_0 Q8_0 Q4_K Q5_K Q6_K IQ4_XS)
+// Weights are random bytes (timings do not depend on values); x is rows of 0.5.
+//   bench_linear_amd_modeled [FORMAT ...]   (default: every format the kernels take)
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "bench/bench_util.h"
+#include "llm/kernels/matmul_wmma.h"
 #include "llm/kernels/matvec_int8.h"
 #include "test/mockgpu/cost_model.h"
 #include "test/mockgpu/launch_records.h"
@@ -38,9 +41,41 @@ const LinearShape kShapes[] = {{"8b q/o", 4096, 4096, 2},    {"8b k/v", 1024, 40
                          {"8b gate/up", 12288, 4096, 2}, {"8b down", 4096, 12288, 1},
                          {"27b gate/up", 17408, 5120, 2}, {"27b down", 5120, 17408, 1}};
 
+// f16 WMMA peak of the card the cost model describes: 96 CUs x 2 SIMDs x 4096 MACs per 32
+// cycles x 2 flops x 2.5 GHz (docs/rdna3.md).
+constexpr double kWmmaPeak = 96 * 2 * 4096.0 / 32 * 2 * 2.5e9;
+
 struct Result {
-  double seconds = 0, weight_bytes = 0;
+  double decode_s = 0, prefill_s = 0, weight_bytes = 0, flops = 0;
 };
+
+// The modeled launches since the last clear, one line each; their total time.
+double report_launches(const char* shape, GgmlType type, double bytes, double flops,
+                       const std::string& lib) {
+  double seconds = 0;
+  for (const mockgpu::LaunchRecord& rec : mockgpu::launch_records(lib)) {
+    const mockgpu::LaunchCounters& c = rec.counters;
+    const mockgpu::ModeledTime t = mockgpu::model_launch(c);
+    const double scale = c.scale(), lines = double(c.vmem_line_requests) * scale;
+    std::printf("    %-12s %-6s %-11s %8.1f us MODELED  %5.1f%% of 960 GB/s", shape,
+                std::string(format_of(type).name).c_str(), flops > 0 ? "wmma 32" : "int8 1",
+                t.seconds * 1e6, 100.0 * bytes / t.seconds / 960e9);
+    if (flops > 0) std::printf("  %5.1f%% of the WMMA peak", 100.0 * flops / t.seconds / kWmmaPeak);
+    std::printf(
+        "  fetch use %5.1f%%  %.3f inst/B  %2d waves/SIMD  %s-bound  (%.2f lines/VMEM, DOT4 %.0f, "
+        "WMMA %.0f, VALU %.0f, VMEM %.0f)\n",
+        100.0 * bytes / (lines * double(mockgpu::kLineBytes)),
+        double(c.instructions()) * scale / bytes, t.waves_per_simd, t.bound,
+        double(c.vmem_line_requests) / double(c.count(mockgpu::InstClass::VMEM)),
+        double(c.count(mockgpu::InstClass::DOT4)) * scale,
+        double(c.count(mockgpu::InstClass::WMMA)) * scale,
+        double(c.count(mockgpu::InstClass::VALU)) * scale,
+        double(c.count(mockgpu::InstClass::VMEM)) * scale);
+    seconds += t.seconds;
+  }
+  mockgpu::clear_launch_records(lib);
+  return seconds;
+}
 
 Result run(GgmlType type, const LinearShape& s, const std::string& lib) {
   const int64_t bytes = static_cast<int64_t>(row_bytes(type, s.in)) * s.out;
@@ -57,28 +92,17 @@ Result run(GgmlType type, const LinearShape& s, const std::string& lib) {
   const int sample = static_cast<int>(std::max<int64_t>(1, s.out / 4 / 256));
   setenv("MOCKGPU_SAMPLE", std::to_string(sample).c_str(), 1);
   matvec_int8(q, w, type, s.out, s.in).realize();
-  setenv("MOCKGPU_SAMPLE", "1", 1);
   Result r;
-  for (const mockgpu::LaunchRecord& rec : mockgpu::launch_records(lib)) {
-    const mockgpu::LaunchCounters& c = rec.counters;
-    const mockgpu::ModeledTime t = mockgpu::model_launch(c);
-    const double scale = c.scale();
-    const double lines = double(c.vmem_line_requests) * scale;
-    std::printf(
-        "    %-12s %-6s %8.1f us MODELED  %5.1f%% of 960 GB/s  fetch use %5.1f%%  %.3f inst/B  "
-        "%2d waves/SIMD  %s-bound  (%.2f lines/VMEM, DOT4 %.0f, VALU %.0f, VMEM %.0f)\n",
-        s.name, std::string(format_of(type).name).c_str(), t.seconds * 1e6,
-        100.0 * double(bytes) / t.seconds / 960e9,
-        100.0 * double(bytes) / (lines * double(mockgpu::kLineBytes)),
-        double(c.instructions()) * scale / double(bytes), t.waves_per_simd, t.bound,
-        double(c.vmem_line_requests) / double(c.count(mockgpu::InstClass::VMEM)),
-        double(c.count(mockgpu::InstClass::DOT4)) * scale,
-        double(c.count(mockgpu::InstClass::VALU)) * scale,
-        double(c.count(mockgpu::InstClass::VMEM)) * scale);
-    r.seconds += t.seconds;
-  }
   r.weight_bytes = double(bytes);
+  r.decode_s = report_launches(s.name, type, double(bytes), 0, lib);
+  Tensor xh = Tensor::full({kWmmaRows, s.in}, 0.5, dtypes::float32, "AMD").contiguous().realize();
+  xh = xh.cast(dtypes::float16).contiguous().realize();
   mockgpu::clear_launch_records(lib);
+  setenv("MOCKGPU_SAMPLE", std::to_string(std::max(1, sample / 2)).c_str(), 1);
+  matmul_wmma(xh, w, type, s.out, s.in).realize();
+  r.prefill_s =
+      report_launches(s.name, type, double(bytes), 2.0 * kWmmaRows * double(s.out * s.in), lib);
+  setenv("MOCKGPU_SAMPLE", "1", 1);
   return r;
 }
 
@@ -88,7 +112,7 @@ int main(int argc, char** argv) {
   const std::string lib = std::getenv("HIP_LIB") ? std::getenv("HIP_LIB") : UGRAD_MOCKHIP_LIB;
   setenv("HIP_LIB", lib.c_str(), 1);
   std::vector<std::string> names(argv + 1, argv + argc);
-  if (names.empty()) names = {"Q4_0", "Q8_0", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS"};
+  if (names.empty()) names = {"Q4_0", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS"};
   std::printf("Modeled AMD (RX 7900 XTX cost model v%d, NOT measured): matvec_int8, 1 row\n",
               mockgpu::CardModel{}.version);
   for (const std::string& name : names) {
@@ -105,12 +129,17 @@ int main(int argc, char** argv) {
     for (const LinearShape& s : kShapes) {
       const Result r = run(type, s, lib);
       Result& sum = std::string(s.name).starts_with("8b") ? layer8b : layer27b;
-      sum.seconds += s.count * r.seconds;
+      sum.decode_s += s.count * r.decode_s;
+      sum.prefill_s += s.count * r.prefill_s;
       sum.weight_bytes += s.count * r.weight_bytes;
+      sum.flops += s.count * 2.0 * kWmmaRows * double(s.out * s.in);
     }
     for (const auto& [label, r] : {std::pair{"Qwen3-8B layer", layer8b}, {"27B FFN", layer27b}})
-      std::printf("    %s: %.1f us MODELED, %.1f%% of 960 GB/s on weight bytes\n", label,
-                  r.seconds * 1e6, 100.0 * r.weight_bytes / r.seconds / 960e9);
+      std::printf(
+          "    %s: decode %.1f us MODELED, %.1f%% of 960 GB/s on weight bytes; prefill (32 rows) "
+          "%.1f us MODELED, %.1f%% of the WMMA peak\n",
+          label, r.decode_s * 1e6, 100.0 * r.weight_bytes / r.decode_s / 960e9,
+          r.prefill_s * 1e6, 100.0 * r.flops / r.prefill_s / kWmmaPeak);
   }
   return 0;
 }

@@ -1,8 +1,11 @@
 #include "llm/kernels/int8_units.h"
 
 #include <functional>
+#include <map>
+#include <mutex>
 #include <tuple>
 
+#include "base/error.h"
 #include "llm/quant/blocks.h"
 #include "llm/quant/iq4_tables.h"
 
@@ -256,12 +259,36 @@ const UnitFormat* unit_format(GgmlType type) {
   return nullptr;
 }
 
-std::array<uint32_t, 256> int8_unit_table(GgmlType type) {
-  std::array<uint32_t, 256> t{};
-  if (type != GgmlType::IQ4_XS) return t;
-  for (int q = 0; q < 256; ++q)
-    t[q] = static_cast<uint8_t>(kIQ4NLValues[q & 15]) |
-           (uint32_t{static_cast<uint8_t>(kIQ4NLValues[q >> 4])} << 8);
+UOp table_in_lds(KernelBuilder& kb, const UOp& table, const UOp& thread, int64_t threads) {
+  UOp lds = kb.lds(dtypes::uint32, 256);
+  std::vector<UOp> stores;
+  for (int64_t i = 0; i < 256; i += threads) {
+    const UOp e = thread + i, in_table = threads > 256 ? e.lt(256) : UOp();
+    const UOp v = in_table ? kb.load(table, e, in_table) : kb.load(table, e);
+    stores.push_back(KernelBuilder::lds_store(lds, e, v, in_table));
+  }
+  return KernelBuilder::barrier(lds, stores);
+}
+
+bool reads_as_units(GgmlType type, int64_t in) {
+  if (!unit_format(type) || in <= 0 || in % kQK_K != 0) return false;
+  const QuantFormat& f = format_of(type);
+  return in / f.block_size * f.block_bytes % 4 == 0;
+}
+
+Tensor unit_table(GgmlType type, const std::string& device) {
+  if (type != GgmlType::IQ4_XS) fail("unit_table: {} has no level table", format_of(type).name);
+  static std::mutex mu;
+  static std::map<std::string, Tensor> tables;
+  std::lock_guard lock(mu);
+  Tensor& t = tables[device];
+  if (!t.defined()) {
+    std::vector<uint32_t> entries(256);
+    for (int q = 0; q < 256; ++q)
+      entries[q] = static_cast<uint8_t>(kIQ4NLValues[q & 15]) |
+                   (uint32_t{static_cast<uint8_t>(kIQ4NLValues[q >> 4])} << 8);
+    t = Tensor::from_vector(entries, {256}, dtypes::uint32, device).realize();
+  }
   return t;
 }
 

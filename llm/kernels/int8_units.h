@@ -15,6 +15,7 @@
 
 #include "codegen/kernel_builder.h"
 #include "llm/quant/formats.h"
+#include "tensor/tensor.h"
 
 namespace ugrad::llm {
 
@@ -55,8 +56,16 @@ struct UnitFormat {
 /// The form of `type`, or null when it has none.
 const UnitFormat* unit_format(GgmlType type);
 
-/// The lookup table of a format with uses_table: entry q (a quant byte) holds the levels of its
-/// low and high nibble in bytes 0 and 1.
-std::array<uint32_t, 256> int8_unit_table(GgmlType type);
+/// The table parameter `table` (unit_table) copied into LDS by work-items `thread` of `threads`
+/// (a multiple of 256 or a divisor), as the array to read after the barrier.
+UOp table_in_lds(KernelBuilder& kb, const UOp& table, const UOp& thread, int64_t threads);
+
+/// Whether rows of `in` elements of `type` read as units: a format with a form, `in` a multiple
+/// of 256 (the reference implementation's gate) and a row a whole number of 4-byte words.
+bool reads_as_units(GgmlType type, int64_t in);
+
+/// The lookup table of a format with uses_table as a uint32 tensor on `device` (made once per
+/// device): entry q (a quant byte) holds the levels of its low and high nibble in bytes 0 and 1.
+Tensor unit_table(GgmlType type, const std::string& device);
 
 }  // namespace ugrad::llm

@@ -1,11 +1,8 @@
 #include "llm/kernels/matvec_int8.h"
 
-#include <map>
-#include <mutex>
-#include <tuple>
-
 #include "base/error.h"
 #include "llm/kernels/int8_units.h"
+#include "llm/kernels/kernel_cache.h"
 #include "tensor/custom_kernel.h"
 
 namespace ugrad::llm {
@@ -29,7 +26,7 @@ UOp dot16(const std::array<UOp, 4>& a, const std::array<UOp, 4>& b, Dot4Arg sign
   return acc;
 }
 
-UOp build(const UnitFormat& f, int64_t rows, int64_t out, int64_t in) {
+UOp build(const UnitFormat& f, int64_t rows, int64_t out, int64_t in, const std::string& name) {
   const QuantFormat& q = format_of(f.type);
   const int64_t block_elems = q.block_size, row_bytes = row_bytes_of(f.type, in);
   const int64_t units = in / block_elems * f.units_per_block, steps = ceil_div(units, kLanes);
@@ -42,15 +39,7 @@ UOp build(const UnitFormat& f, int64_t rows, int64_t out, int64_t in) {
   UOp lane = kb.local(kLanes), wave = kb.local(kWaves), group = kb.global(ceil_div(out, kWaves));
   UOp n = group * kWaves + wave;
   UOp n_ok = n.lt(out);
-  if (f.uses_table) {  // the table into LDS, each work-item a share
-    UOp lds = kb.lds(dtypes::uint32, 256);
-    std::vector<UOp> stores;
-    for (int64_t i = 0; i < 256; i += kLanes * kWaves) {
-      UOp e = (wave * kLanes + lane) + i;
-      stores.push_back(KernelBuilder::lds_store(lds, e, kb.load(table, e)));
-    }
-    table = KernelBuilder::barrier(lds, stores);
-  }
+  if (f.uses_table) table = table_in_lds(kb, table, wave * kLanes + lane, kLanes * kWaves);
   UOp step = kb.reduce_range(steps);
   UOp u = step * kLanes + lane;
   UOp valid = units % kLanes ? n_ok.alu(Op::AND, u.lt(units)) : n_ok;
@@ -87,14 +76,13 @@ UOp build(const UnitFormat& f, int64_t rows, int64_t out, int64_t in) {
     UOp total = KernelBuilder::reduce(kb.load(all, (wave + r * kWaves) * kLanes + k), Op::ADD, {k});
     kb.store(y, n + r * out, total, lane.eq(index(0)).alu(Op::AND, n_ok));
   }
-  return kb.build(fmt::format("matvec_int8_{}_{}x{}x{}", q.name, rows, out, in));
+  return kb.build(name);
 }
 
 }  // namespace
 
 bool matvec_int8_supports(GgmlType type, int64_t out, int64_t in) {
-  return unit_format(type) && out > 0 && in > 0 && in % 256 == 0 &&
-         row_bytes_of(type, in) % 4 == 0;
+  return out > 0 && reads_as_units(type, in);
 }
 
 UOp matvec_int8_kernel(GgmlType type, int64_t rows, int64_t out, int64_t in) {
@@ -102,12 +90,9 @@ UOp matvec_int8_kernel(GgmlType type, int64_t rows, int64_t out, int64_t in) {
     fail("matvec_int8: no int8 kernel for a {} weight of ({}, {})", format_of(type).name, out, in);
   if (rows < 1 || rows > kMatvecMaxRows)
     fail("matvec_int8: {} rows (1 to {})", rows, kMatvecMaxRows);
-  static std::mutex mu;
-  static std::map<std::tuple<GgmlType, int64_t, int64_t, int64_t>, UOp> cache;
-  std::lock_guard lock(mu);
-  UOp& ast = cache[{type, rows, out, in}];
-  if (!ast) ast = build(*unit_format(type), rows, out, in);
-  return ast;
+  const std::string name =
+      fmt::format("matvec_int8_{}_{}x{}x{}", format_of(type).name, rows, out, in);
+  return cached_kernel(name, [&] { return build(*unit_format(type), rows, out, in, name); });
 }
 
 Tensor matvec_int8(const Int8Rows& x, const Tensor& words, GgmlType type, int64_t out,
@@ -116,19 +101,7 @@ Tensor matvec_int8(const Int8Rows& x, const Tensor& words, GgmlType type, int64_
   UOp ast = matvec_int8_kernel(type, rows, out, in);
   std::vector<Tensor> buffers{Tensor::empty({rows, out}, dtypes::float32, words.device()), words,
                               x.words, x.scale};
-  if (unit_format(type)->uses_table) {
-    static std::mutex mu;
-    static std::map<std::pair<std::string, GgmlType>, Tensor> tables;
-    std::lock_guard lock(mu);
-    Tensor& t = tables[{words.device(), type}];
-    if (!t.defined()) {
-      const auto entries = int8_unit_table(type);
-      t = Tensor::from_vector(std::vector<uint32_t>(entries.begin(), entries.end()), {256},
-                              dtypes::uint32, words.device())
-              .realize();
-    }
-    buffers.push_back(t);
-  }
+  if (unit_format(type)->uses_table) buffers.push_back(unit_table(type, words.device()));
   return custom_kernel(ast, buffers)[0];
 }
 

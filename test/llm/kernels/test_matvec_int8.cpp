@@ -9,48 +9,20 @@
 
 #include "base/error.h"
 #include "llm/kernels/matvec_int8.h"
-#include "llm/quant/dequantize.h"
-#include "llm/quant/quantize.h"
+#include "test/llm/kernels/quant_matrix.h"
 
 using namespace ugrad;
 using namespace ugrad::llm;
 
 namespace {
 
-struct Weight {
-  std::vector<uint8_t> bytes;
-  std::vector<float> values;  // the reference dequantization
-};
-
-Weight random_weight(GgmlType type, int64_t out, int64_t in, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  Weight w;
-  std::vector<float> src(static_cast<size_t>(out * in));
-  // Rows of different magnitudes, with an outlier now and then (as real weights have).
-  for (int64_t r = 0; r < out; ++r)
-    for (int64_t k = 0; k < in; ++k)
-      src[r * in + k] = normal(rng) * (0.02f + 0.01f * float(r % 7)) * (k % 97 == 0 ? 8.0f : 1.0f);
-  w.bytes.assign(row_bytes(type, in) * out, 0);
-  quantize(type, src, w.bytes);
-  w.values.resize(src.size());
-  dequantize(type, w.bytes, w.values);
-  return w;
-}
-
-// The weight's bytes as uint32 words on the default device.
-Tensor words_of(const std::vector<uint8_t>& bytes) {
-  std::vector<uint32_t> words((bytes.size() + 3) / 4, 0);
-  std::memcpy(words.data(), bytes.data(), bytes.size());
-  return Tensor::from_vector(words, {static_cast<int64_t>(words.size())}, dtypes::uint32);
-}
-
 void check_matvec(GgmlType type, int64_t rows, int64_t out, int64_t in) {
   CAPTURE(format_of(type).name);
   CAPTURE(rows);
   CAPTURE(out);
   CAPTURE(in);
-  const Weight w = random_weight(type, out, in, static_cast<uint32_t>(out + in + rows));
+  const test::QuantMatrix w =
+      test::random_quant_matrix(type, out, in, static_cast<uint32_t>(out + in + rows));
   std::mt19937 rng(11);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> xs(static_cast<size_t>(rows * in));
@@ -60,7 +32,7 @@ void check_matvec(GgmlType type, int64_t rows, int64_t out, int64_t in) {
   Tensor scale = x.scale.contiguous().realize();
   const std::vector<int32_t> words = x.words.to_vector<int32_t>();
   const std::vector<float> scales = scale.to_vector<float>();
-  const std::vector<float> got = matvec_int8(x, words_of(w.bytes), type, out, in).to_vector<float>();
+  const std::vector<float> got = matvec_int8(x, test::words_of(w.bytes), type, out, in).to_vector<float>();
   REQUIRE(got.size() == static_cast<size_t>(rows * out));
   int bad = 0;
   for (int64_t r = 0; r < rows; ++r)
@@ -80,19 +52,16 @@ void check_matvec(GgmlType type, int64_t rows, int64_t out, int64_t in) {
   CHECK(bad == 0);
 }
 
-constexpr GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K,
-                               GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS};
-
 }  // namespace
 
 TEST_CASE("matvec_int8: every format at the Qwen shapes, 1 and 7 rows") {
-  for (GgmlType type : kTypes)
+  for (GgmlType type : test::kUnitTypes)
     for (auto [out, in] : {std::pair<int64_t, int64_t>{1024, 1024}, {3072, 1024}, {1024, 3072}})
       for (int64_t rows : {1, 7}) check_matvec(type, rows, out, in);
 }
 
 TEST_CASE("matvec_int8: ragged shapes (units past the last lane, outputs past the last wave)") {
-  for (GgmlType type : kTypes) check_matvec(type, 2, 6, 512);
+  for (GgmlType type : test::kUnitTypes) check_matvec(type, 2, 6, 512);
   check_matvec(GgmlType::Q4_K, 1, 5, 256);
 }
 

@@ -1,0 +1,34 @@
+// The prefill kernel of a quantized linear layer: a padded chunk of up to 32 rows of activations
+// in f16 times the transpose of a quantized (out, in) weight on RDNA3's WMMA 16x16x16 tiles. Each
+// weight unit (llm/kernels/int8_units.h) is dequantized in registers to f16 just before it enters
+// the matrix engine; accumulation is f32.
+//
+// A wave owns kWmmaFeatureTiles tiles of 16 output features and both 16-row tiles of the chunk:
+// lane l (and l + 16, which gfx11's WMMA wants holding the same inputs) decodes the current unit
+// of feature row l % 16 of each of its feature tiles; every piece of 16 elements is one B
+// fragment, multiplied with the A fragments of the same 16 columns of x. Each (row tile,
+// feature tile, piece) keeps its own accumulator, so every WMMA accumulates in place.
+#pragma once
+#include <cstdint>
+
+#include "llm/quant/formats.h"
+#include "tensor/tensor.h"
+
+namespace ugrad::llm {
+
+/// Rows of the chunk the kernel computes (x is padded to it).
+inline constexpr int64_t kWmmaRows = 32;
+
+/// Whether the kernel takes a `type` weight of (out, in): what matvec_int8 takes, with `out` a
+/// multiple of 16.
+bool matmul_wmma_supports(GgmlType type, int64_t out, int64_t in);
+
+/// The kernel's AST; slots: y (32, out) float32, the weight's bytes as uint32 words, x (32, in)
+/// float16, then (IQ4_XS) the level table (int8_unit_table) as uint32.
+UOp matmul_wmma_kernel(GgmlType type, int64_t out, int64_t in);
+
+/// x (rows <= 32, in) float32 times the transpose of the (out, in) `type` weight whose bytes are
+/// `words`: (rows, out) float32, x rounded to f16 first.
+Tensor matmul_wmma(const Tensor& x, const Tensor& words, GgmlType type, int64_t out, int64_t in);
+
+}  // namespace ugrad::llm
