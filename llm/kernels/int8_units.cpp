@@ -231,15 +231,19 @@ const UnitFormat kFormats[] = {
 
 }  // namespace
 
+UOp BlockBytes::load(const UOp& i, const UOp& gate) const {
+  const UOp g = valid && gate ? valid.alu(Op::AND, gate) : valid ? valid : gate;
+  return g ? kb->load(words, i, g) : kb->load(words, i);
+}
+
 UOp BlockBytes::word(const UOp& off, bool off_aligned) const {
   const UOp at = start + off;
-  if (aligned4 && off_aligned) return kb->load(words, at.idiv(4), valid);
+  if (aligned4 && off_aligned) return load(at.idiv(4));
   // Two words joined: the 4 bytes start `shift` bits into the first one (0 or 16). The second
   // word is read only when the bytes reach into it.
   const UOp first = at.idiv(4), shift = as_u32(at % 4) * 8;
-  const UOp reaches = valid.alu(Op::AND, (at % 4).ne(index(0)));
-  const UOp lo = kb->load(words, first, valid).cast(dtypes::uint64);
-  const UOp hi = kb->load(words, first + 1, reaches).cast(dtypes::uint64);
+  const UOp lo = load(first).cast(dtypes::uint64);
+  const UOp hi = load(first + 1, (at % 4).ne(index(0))).cast(dtypes::uint64);
   return shr(lo | hi.alu(Op::SHL, u64(32)), shift.cast(dtypes::uint64)).cast(dtypes::uint32);
 }
 UOp BlockBytes::word(int64_t off) const { return word(index(off), off % 4 == 0); }
@@ -247,7 +251,7 @@ UOp BlockBytes::word(int64_t off) const { return word(index(off), off % 4 == 0);
 UOp BlockBytes::f16(int64_t off) const {
   // One load: the word holding both bytes (an even offset never straddles two words).
   const UOp at = start + off;
-  const UOp w = aligned4 ? word(off & ~int64_t{3}) : kb->load(words, at.idiv(4), valid);
+  const UOp w = aligned4 ? word(off & ~int64_t{3}) : load(at.idiv(4));
   const UOp shift = aligned4 ? u32(off % 4 * 8) : as_u32(at % 4) * 8;
   const UOp bits = (shr(w, shift) & 0xFFFF).cast(dtypes::uint16);
   return to_f32(UOp::make(Op::BITCAST, dtypes::float16, {bits}));
@@ -257,6 +261,12 @@ const UnitFormat* unit_format(GgmlType type) {
   for (const UnitFormat& f : kFormats)
     if (f.type == type) return &f;
   return nullptr;
+}
+
+UOp last_at_most(const UOp& i, int64_t last) {
+  if (i.vmax() <= last) return i;
+  const UOp l = i.const_int_like(last);
+  return i.lt(l).where(i, l);
 }
 
 UOp table_in_lds(KernelBuilder& kb, const UOp& table, const UOp& thread, int64_t threads) {

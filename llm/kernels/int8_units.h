@@ -24,11 +24,13 @@ struct BlockBytes {
   const KernelBuilder* kb;
   UOp words;        // the uint32 buffer parameter
   UOp start;        // the block's first byte (an index expression)
-  UOp valid;        // loads where false touch no memory and read 0
+  UOp valid;        // loads where false touch no memory and read 0 (none: every load reads)
   bool aligned4{};  // whether every block starts at a multiple of 4 bytes
   /// uint32 of bytes [start + off, start + off + 4), off even (and a multiple of 4 if aligned4,
   /// with `off_aligned`: one load; else two, shifted together).
   UOp word(const UOp& off, bool off_aligned) const;
+  /// words[i], gated by `valid` and `gate` (either may be none).
+  UOp load(const UOp& i, const UOp& gate = UOp()) const;
   UOp word(int64_t off) const;
   /// The fp16 at `off` (even), as float32.
   UOp f16(int64_t off) const;
@@ -55,6 +57,10 @@ struct UnitFormat {
 
 /// The form of `type`, or null when it has none.
 const UnitFormat* unit_format(GgmlType type);
+
+/// min(i, last) for an index expression: a lane past the end of a ragged shape reads the last
+/// element again (and its share is dropped), so its loads need no gate.
+UOp last_at_most(const UOp& i, int64_t last);
 
 /// The table parameter `table` (unit_table) copied into LDS by work-items `thread` of `threads`
 /// (a multiple of 256 or a divisor), as the array to read after the barrier.

@@ -1,6 +1,7 @@
 #include "llm/kernels/linear.h"
 
 #include "base/env.h"
+#include "llm/kernels/matmul_wmma.h"
 #include "llm/kernels/matvec_int8.h"
 #include "llm/quant/int8_rows.h"
 #include "llm/quant/lazy_dequant.h"
@@ -69,6 +70,8 @@ Tensor Linear::operator()(const Tensor& x) const {
   const int64_t rows = x.ndim() == 2 ? x.size(0) : 0, out = weight.size(0), in = weight.size(1);
   if (kernel == Kernel::GpuInt8 && rows >= 1 && rows <= kMatvecMaxRows)
     return matvec_int8(quantize_rows_int8(x), words, type, out, in);
+  if (kernel == Kernel::GpuInt8 && rows <= kWmmaRows && matmul_wmma_supports(type, out, in))
+    return matmul_wmma(type == GgmlType::Q4_K ? round_rows_int8(x) : x, words, type, out, in);
   if (kernel == Kernel::CpuDot4 && rows == 1)
     return q4_k_linear_int8(quantize_rows_int8(x), blocks, words, out, in);
   if (type != GgmlType::Q4_K) return x.linear(weight);

@@ -21,8 +21,10 @@ Tensor load_weight(const GgufTensor& t, const std::string& device,
 /// device and shape qualify for (LLM_KERNELS=0: always the generic one):
 ///   GpuInt8   a GPU with int8 dot products, a format matvec_int8 takes: up to kMatvecMaxRows
 ///             rows run the hand-written decode kernel (llm/kernels/matvec_int8.h) over x
-///             quantized to int8 per 32 values; the device holds the weight once, as uint32
-///             words, which the generic path (more rows) reads its bytes from.
+///             quantized to int8 per 32 values; up to kWmmaRows (a prefill chunk) the WMMA
+///             kernel (matmul_wmma.h) over x in f16 where out is a multiple of 16; the device
+///             holds the weight once, as uint32 words, which the generic path (more rows, or
+///             other shapes) reads its bytes from.
 ///   CpuDot4   Q4_K on a CPU with int8 dot products (x86 VNNI): one row (a decode step, the
 ///             output head) runs as DOT4 over the blocks themselves (the file's mapping).
 ///   Generic   the lazy dequantization fused into the matmul.

@@ -9,14 +9,19 @@
 namespace ugrad::llm {
 namespace {
 
-constexpr int64_t kLanes = 32, kWaves = 4, kTile = 16, kRowTiles = kWmmaRows / kTile;
-// Feature tiles per wave: each A fragment (x) serves this many B fragments.
-constexpr int64_t kFeatureTiles = 2;
+// Tile sizes from the cost model (bench_linear_amd_modeled, Qwen3-8B layer, Q4_K): with 16 waves
+// splitting the units and 1 feature tile per workgroup the kernel is issue-bound at 40% of the
+// WMMA peak; 4 waves x 2 tiles 24%, 8 x 2 37%, 16 x 2 37%, 4 x 1 37%, 2 x 1 16% (latency-bound:
+// too few waves to hide a round trip per unit).
+constexpr int64_t kLanes = 32, kWaves = 16, kTile = 16, kRowTiles = kWmmaRows / kTile;
+// Feature tiles per workgroup: each A fragment (x) serves this many B fragments.
+constexpr int64_t kFeatureTiles = 1;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// A piece's 16 levels as the f16 values scale * level - min: a B fragment.
-UOp dequantized(const UnitPiece& p, bool signed_levels) {
+// A piece's 16 levels as the f16 values scale * level - min: a B fragment (zeros where `valid`
+// is false, if given).
+UOp dequantized(const UnitPiece& p, bool signed_levels, const UOp& valid) {
   std::vector<UOp> v;
   for (const UOp& word : p.levels)
     for (int i = 0; i < 4; ++i) {
@@ -25,6 +30,7 @@ UOp dequantized(const UnitPiece& p, bool signed_levels) {
                                 : byte.cast(dtypes::float32);
       UOp value = p.scale * level;
       if (p.min) value = value - p.min;
+      if (valid) value = valid.where(value, UOp::cnst(dtypes::float32, 0.0));
       v.push_back(value.cast(dtypes::float16));
     }
   return KernelBuilder::vectorize(v);
@@ -37,41 +43,70 @@ UOp build(const UnitFormat& f, int64_t out, int64_t in, const std::string& name)
   KernelBuilder kb;
   UOp y = kb.buffer(dtypes::float32, kWmmaRows * out);
   UOp w = kb.buffer(dtypes::uint32, out * row_bytes / 4);
-  UOp x = kb.buffer(dtypes::float16, kWmmaRows * in);
+  UOp x = kb.buffer(dtypes::uint32, kWmmaRows * in / 2);  // tiled_halves(x)
   UOp table = f.uses_table ? kb.buffer(dtypes::uint32, 256) : UOp();
   UOp lane = kb.local(kLanes), wave = kb.local(kWaves);
-  UOp group = kb.global(ceil_div(tiles, kFeatureTiles * kWaves));
+  UOp group = kb.global(ceil_div(tiles, kFeatureTiles));
   UOp row = lane % kTile, half = lane.idiv(kTile);
   if (f.uses_table) table = table_in_lds(kb, table, wave * kLanes + lane, kLanes * kWaves);
-  UOp step = kb.reduce_range(units);
-  UOp b = step.idiv(f.units_per_block), j = step % f.units_per_block;
+  // The waves of a workgroup split the units of a row between them (wave w: w, w + 4, ...).
+  UOp step = kb.reduce_range(ceil_div(units, kWaves));
+  // Past the last unit or feature tile (a ragged shape), a lane reads the last one again: its
+  // B fragment is zeroed (units) or its result not stored (tiles), and no load needs a gate.
+  UOp u = last_at_most(step * kWaves + wave, units - 1);
+  UOp u_ok = units % kWaves ? (step * kWaves + wave).lt(units) : UOp();
+  UOp b = u.idiv(f.units_per_block), j = u % f.units_per_block;
   const UOp zero = KernelBuilder::vectorize(std::vector<UOp>(8, UOp::cnst(dtypes::float32, 0.0)));
+  const bool ragged = tiles % kFeatureTiles != 0;
+  // acc[ft][t * 8 + i]: element i of row tile t of feature tile ft, summed over the pieces.
+  std::vector<std::vector<UOp>> acc(kFeatureTiles, std::vector<UOp>(kRowTiles * 8));
   for (int64_t ft = 0; ft < kFeatureTiles; ++ft) {
-    const UOp tile = (group * kWaves + wave) * kFeatureTiles + ft;
-    const UOp tile_ok = tiles % (kFeatureTiles * kWaves) ? tile.lt(tiles) : UOp::cnst_bool(true);
-    const UOp feature = tile * kTile + row;
-    BlockBytes bytes{&kb, w, feature * row_bytes + b * q.block_bytes, tile_ok,
+    const UOp tile = last_at_most(group * kFeatureTiles + ft, tiles - 1);
+    BlockBytes bytes{&kb, w, (tile * kTile + row) * row_bytes + b * q.block_bytes, UOp(),
                      q.block_bytes % 4 == 0};
-    const Unit unit = f.unit(bytes, j, table);
-    // acc[t][i]: row tile t's 8 accumulators, one set per piece (each WMMA accumulates in place).
-    std::vector<std::vector<UOp>> acc(kRowTiles, std::vector<UOp>(8));
-    for (const UnitPiece& p : unit) {
-      const UOp bfrag = dequantized(p, f.signed_levels);
+    for (const UnitPiece& p : f.unit(bytes, j, table)) {
+      const UOp bfrag = dequantized(p, f.signed_levels, u_ok);
       for (int64_t t = 0; t < kRowTiles; ++t) {
-        std::vector<UOp> a;  // x[16t + row, the piece's 16 columns]: the same for every tile
-        for (int64_t e = 0; e < kTile; ++e)
-          a.push_back(kb.load(x, (t * kTile + row) * in + b * block_elems + p.element + e));
-        const UOp d = KernelBuilder::wmma(KernelBuilder::vectorize(a), bfrag, zero);
+        // x[16t + row, the piece's 16 columns] (the same for every feature tile) from the
+        // tiled words: [column / 16][column % 16 / 8][row][4 words of 2 halves].
+        const UOp column_tile = (b * block_elems + p.element).idiv(kTile);
+        std::vector<UOp> words;
+        for (int64_t h8 = 0; h8 < 2; ++h8)
+          for (int64_t wi = 0; wi < 4; ++wi)
+            words.push_back(
+                kb.load(x, ((column_tile * 2 + h8) * kWmmaRows + t * kTile + row) * 4 + wi));
+        const UOp afrag = UOp::make(Op::BITCAST, dtypes::float16.vec(kTile),
+                                    {KernelBuilder::vectorize(words)});
+        const UOp d = KernelBuilder::wmma(afrag, bfrag, zero);
         for (int64_t i = 0; i < 8; ++i) {
           UOp sum = KernelBuilder::reduce(KernelBuilder::gep(d, i), Op::ADD, {step});
-          acc[t][i] = acc[t][i] ? acc[t][i] + sum : sum;
+          UOp& a_ti = acc[ft][t * 8 + i];
+          a_ti = a_ti ? a_ti + sum : sum;
         }
       }
     }
-    for (int64_t t = 0; t < kRowTiles; ++t)
-      for (int64_t i = 0; i < 8; ++i)
-        kb.store(y, (t * kTile + 2 * i + half) * out + feature, acc[t][i],
-                 tiles % (kFeatureTiles * kWaves) ? tile_ok : UOp());
+  }
+  // The waves' partial sums meet in LDS; wave w adds up element w (and w + 16, ...) of each tile.
+  const int64_t per_lane = kFeatureTiles * kRowTiles * 8;
+  UOp partials = kb.lds(dtypes::float32, kWaves * per_lane * kLanes);
+  std::vector<UOp> stores;
+  for (int64_t ft = 0; ft < kFeatureTiles; ++ft)
+    for (int64_t e = 0; e < kRowTiles * 8; ++e)
+      stores.push_back(KernelBuilder::lds_store(
+          partials, (wave * per_lane + ft * kRowTiles * 8 + e) * kLanes + lane, acc[ft][e]));
+  UOp all = KernelBuilder::barrier(partials, stores);
+  for (int64_t ft = 0; ft < kFeatureTiles; ++ft) {
+    const UOp tile = group * kFeatureTiles + ft;  // the stores of a tile past the last are gated
+    for (int64_t e0 = 0; e0 < kRowTiles * 8; e0 += kWaves) {
+      const UOp e = wave + e0;  // this wave's element: row tile e / 8, element e % 8
+      UOp total;
+      for (int64_t v = 0; v < kWaves; ++v) {
+        UOp part = kb.load(all, (v * per_lane + ft * kRowTiles * 8 + e) * kLanes + lane);
+        total = total ? total + part : part;
+      }
+      const UOp m = e.idiv(8) * kTile + (e % 8) * 2 + half;
+      kb.store(y, m * out + tile * kTile + row, total, ragged ? tile.lt(tiles) : UOp());
+    }
   }
   return kb.build(name);
 }
@@ -91,6 +126,19 @@ UOp matmul_wmma_kernel(GgmlType type, int64_t out, int64_t in) {
   return cached_kernel(name, [&] { return build(*unit_format(type), out, in, name); });
 }
 
+namespace {
+
+// x (32, in) as f16 in the kernel's layout: words of 2 halves, [column / 16][column % 16 / 8]
+// [row][4 words], so that the 16 lanes loading an A fragment's half read 256 consecutive bytes.
+Tensor tiled_halves(const Tensor& xh, int64_t in) {
+  Tensor h = xh.bitcast(dtypes::uint16).cast(dtypes::uint32).reshape({kWmmaRows, in / 2, 2});
+  Tensor words = h.shrink({{0, kWmmaRows}, {0, in / 2}, {0, 1}}) +
+                 h.shrink({{0, kWmmaRows}, {0, in / 2}, {1, 2}}) * 65536;
+  return words.reshape({kWmmaRows, in / kTile, 2, 4}).permute({1, 2, 0, 3}).contiguous();
+}
+
+}  // namespace
+
 Tensor matmul_wmma(const Tensor& x, const Tensor& words, GgmlType type, int64_t out,
                    int64_t in) {
   const int64_t rows = x.size(0);
@@ -100,7 +148,7 @@ Tensor matmul_wmma(const Tensor& x, const Tensor& words, GgmlType type, int64_t 
   Tensor xh = x.cast(dtypes::float16);
   if (rows < kWmmaRows) xh = xh.pad({{0, kWmmaRows - rows}, {0, 0}});
   std::vector<Tensor> buffers{Tensor::empty({kWmmaRows, out}, dtypes::float32, words.device()),
-                              words, xh.contiguous()};
+                              words, tiled_halves(xh, in).reshape({kWmmaRows * in / 2})};
   if (unit_format(type)->uses_table) buffers.push_back(unit_table(type, words.device()));
   Tensor y = custom_kernel(ast, buffers)[0];
   return rows < kWmmaRows ? y.shrink({{0, rows}, {0, out}}) : y;

@@ -37,14 +37,15 @@ UOp build(const UnitFormat& f, int64_t rows, int64_t out, int64_t in, const std:
   UOp xs = kb.buffer(dtypes::float32, rows * in / kInt8Block);
   UOp table = f.uses_table ? kb.buffer(dtypes::uint32, 256) : UOp();
   UOp lane = kb.local(kLanes), wave = kb.local(kWaves), group = kb.global(ceil_div(out, kWaves));
-  UOp n = group * kWaves + wave;
-  UOp n_ok = n.lt(out);
+  // Past the last output or unit (a ragged shape), a lane reads the last one again and adds
+  // nothing: ungated loads stay vector loads.
+  UOp n_ok = (group * kWaves + wave).lt(out), n = last_at_most(group * kWaves + wave, out - 1);
   if (f.uses_table) table = table_in_lds(kb, table, wave * kLanes + lane, kLanes * kWaves);
   UOp step = kb.reduce_range(steps);
-  UOp u = step * kLanes + lane;
-  UOp valid = units % kLanes ? n_ok.alu(Op::AND, u.lt(units)) : n_ok;
+  UOp u = last_at_most(step * kLanes + lane, units - 1);
+  UOp valid = n_ok.alu(Op::AND, (step * kLanes + lane).lt(units));
   UOp b = u.idiv(f.units_per_block), j = u % f.units_per_block;
-  BlockBytes bytes{&kb, w, n * row_bytes + b * q.block_bytes, valid, q.block_bytes % 4 == 0};
+  BlockBytes bytes{&kb, w, n * row_bytes + b * q.block_bytes, UOp(), q.block_bytes % 4 == 0};
   const Unit unit = f.unit(bytes, j, table);
   const Dot4Arg signs{f.signed_levels, true};
   const std::array<UOp, 4> ones{UOp::cnst_int(dtypes::int32, 0x01010101),
@@ -59,10 +60,10 @@ UOp build(const UnitFormat& f, int64_t rows, int64_t out, int64_t in, const std:
     for (const UnitPiece& h : unit) {
       const UOp at = b * block_elems + h.element + r * in;  // the piece's first element of x
       std::array<UOp, 4> x;
-      for (int k = 0; k < 4; ++k) x[k] = kb.load(xw, at.idiv(4) + k, valid);
+      for (int k = 0; k < 4; ++k) x[k] = kb.load(xw, at.idiv(4) + k);
       UOp s = h.scale * dot16(h.levels, x, signs).cast(dtypes::float32);
       if (h.min) s = s - h.min * dot16(ones, x, {false, true}).cast(dtypes::float32);
-      s = s * kb.load(xs, at.idiv(kInt8Block), valid);  // a piece lies in one block of x
+      s = s * kb.load(xs, at.idiv(kInt8Block));  // a piece lies in one block of x
       sum = sum ? sum + s : s;
     }
     const UOp acc = KernelBuilder::reduce(valid.where(sum, zero), Op::ADD, {step});
