@@ -1,15 +1,17 @@
-// Modeled AMD speed of the generic path: one decode step and one 32-token prefill chunk of
-// Qwen3-0.6B (Q8_0), Qwen3-8B (Q4_K) and Qwen3.6-27B (IQ4_XS, hybrid) shapes, run as gfx1100 code
-// on the emulator (test/mockgpu) and timed by its cost model of an RX 7900 XTX. MODELED, not
-// measured: no AMD card runs here (docs/rdna3.md, "Cost model").
+// Modeled AMD speed of the models: one decode step and one 32-token prefill chunk of Qwen3-0.6B
+// (Q8_0), Qwen3-8B (Q4_K) and Qwen3.6-27B (IQ4_XS, hybrid) shapes, with the hand-written kernels
+// where the device takes them (LLM_KERNELS=0: the generic path only), run as gfx1100 code on the
+// emulator (test/mockgpu) and timed by its cost model of an RX 7900 XTX. MODELED, not measured:
+// no AMD card runs here (docs/rdna3.md, "Cost model").
 //
 // The emulator is slow, so it runs one unit of layers with real dimensions (a layer; for the
 // hybrid, a group of three Gated DeltaNet layers and one attention layer) and two units, and
 // scales by the unit count: unit = T(2 units) - T(1 unit), the rest of the step (embedding rows,
 // final norm) = T(1 unit) - unit. The vocabulary-sized output head runs on its own at its real
 // size (the units' models have a small vocabulary; their small head is subtracted). Launches run
-// every k-th workgroup only (MOCKGPU_SAMPLE, counters scaled), which the generic kernels' uniform
-// workgroups allow. Weights repeat a few drawn rows (DemoModelOptions::distinct_rows): timings do
+// every k-th workgroup only (MOCKGPU_SAMPLE, counters scaled), which uniform workgroups allow;
+// the DRAM footprint of an input every workgroup reads (x of a prefill matmul) is counted once
+// per sampled workgroup and scaled with it, so the prefill sampling stays low. Weights repeat a few drawn rows (DemoModelOptions::distinct_rows): timings do
 // not depend on values.
 //   bench_amd_modeled [0.6b|8b|27b ...]   (default: all three)
 #include <algorithm>
@@ -21,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "base/env.h"
 #include "bench/bench_util.h"
 #include "bench/llm_bench.h"
 #include "llm/config/demo_model.h"
@@ -80,8 +83,8 @@ std::vector<ModelShape> shapes() {
   q27.ssm_value_head_dim = 128;
   q27.weight_type = GgmlType::IQ4_XS;
   return {{"qwen3-0.6b Q8_0", q06, 28, 151936, GgmlType::Q8_0, 0, 0, 0, 0, 4, 16},
-          {"qwen3-8b Q4_K", q8b, 36, 151936, GgmlType::Q4_K, 16.5, 114.8, 69, 536, 16, 64},
-          {"qwen3.6-27b IQ4_XS", q27, 16, 248320, GgmlType::IQ4_XS, 0, 45.5, 0, 348.7, 32, 128}};
+          {"qwen3-8b Q4_K", q8b, 36, 151936, GgmlType::Q4_K, 16.5, 114.8, 69, 536, 16, 8},
+          {"qwen3.6-27b IQ4_XS", q27, 16, 248320, GgmlType::IQ4_XS, 0, 45.5, 0, 348.7, 32, 16}};
 }
 
 // Modeled seconds of every launch libmockhip.so recorded since the last clear.
@@ -193,8 +196,10 @@ int main(int argc, char** argv) {
   const std::string lib = std::getenv("HIP_LIB") ? std::getenv("HIP_LIB") : UGRAD_MOCKHIP_LIB;
   setenv("HIP_LIB", lib.c_str(), 1);
   std::vector<std::string> wanted(argv + 1, argv + argc);
-  std::printf("Modeled AMD (RX 7900 XTX cost model v%d, NOT measured), generic kernels\n",
-              mockgpu::CardModel{}.version);
+  std::printf("Modeled AMD (RX 7900 XTX cost model v%d, NOT measured), %s\n",
+              mockgpu::CardModel{}.version,
+              knob_int(Knob::LLM_KERNELS) ? "hand-written kernels where they apply"
+                                          : "generic kernels (LLM_KERNELS=0)");
   for (const ModelShape& s : shapes()) {
     if (!wanted.empty() && std::find_if(wanted.begin(), wanted.end(), [&](const std::string& w) {
                              return s.name.find(w) != std::string::npos;
