@@ -2,9 +2,12 @@
 // and the blocks as the uint32 words the hand-written kernels read.
 #pragma once
 #include <cstdint>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
+
+#include <doctest/doctest.h>
 
 #include "llm/quant/dequantize.h"
 #include "llm/quant/formats.h"
@@ -39,6 +42,29 @@ inline QuantMatrix random_quant_matrix(llm::GgmlType type, int64_t out, int64_t 
   m.values.resize(src.size());
   llm::dequantize(type, m.bytes, m.values);
   return m;
+}
+
+/// Checks `got` (rows, out) against x (rows, in) times the transpose of m's values, summed in
+/// double: each element within rel * (the sum of its terms' magnitudes) + abs.
+inline void check_product(const std::vector<float>& got, const std::vector<double>& x,
+                          const QuantMatrix& m, int64_t rows, int64_t out, int64_t in, double rel,
+                          double abs) {
+  REQUIRE(got.size() == static_cast<size_t>(rows * out));
+  int bad = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < out; ++o) {
+      double want = 0, mag = 0;
+      for (int64_t k = 0; k < in; ++k) {
+        const double term = double(m.values[o * in + k]) * x[r * in + k];
+        want += term;
+        mag += std::fabs(term);
+      }
+      const double g = got[r * out + o];
+      if (!(std::fabs(g - want) <= rel * mag + abs) && bad++ < 5)
+        FAIL_CHECK("row " << r << " out " << o << ": got " << g << ", want " << want
+                          << " (sum of |terms| " << mag << ")");
+    }
+  CHECK(bad == 0);
 }
 
 /// The bytes as uint32 words on the default device.

@@ -31,25 +31,10 @@ void check_matmul(GgmlType type, int64_t rows, int64_t out, int64_t in) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> xs(static_cast<size_t>(rows * in));
   for (float& v : xs) v = half_to_float(float_to_half(normal(rng)));  // exact in f16
-  const std::vector<float> got =
+  test::check_product(
       matmul_wmma(Tensor::from_vector(xs, {rows, in}), test::words_of(w.bytes), type, out, in)
-          .to_vector<float>();
-  REQUIRE(got.size() == static_cast<size_t>(rows * out));
-  int bad = 0;
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t o = 0; o < out; ++o) {
-      double want = 0, mag = 0;
-      for (int64_t k = 0; k < in; ++k) {
-        const double term = double(w.values[o * in + k]) * xs[r * in + k];
-        want += term;
-        mag += std::fabs(term);
-      }
-      const double g = got[r * out + o];
-      if (!(std::fabs(g - want) <= 1e-3 * mag) && bad++ < 5)
-        FAIL_CHECK("row " << r << " out " << o << ": got " << g << ", want " << want
-                          << " (sum of |terms| " << mag << ")");
-    }
-  CHECK(bad == 0);
+          .to_vector<float>(),
+      std::vector<double>(xs.begin(), xs.end()), w, rows, out, in, 1e-3, 0);
 }
 
 }  // namespace
@@ -79,4 +64,12 @@ TEST_CASE("matmul_wmma: what it does not take") {
       matmul_wmma(Tensor::zeros({33, 256}), Tensor::zeros({64 * 36}, dtypes::uint32),
                   GgmlType::Q4_K, 64, 256),
       "matmul_wmma: x must be (1 to 32, 256), got (33, 256)", Error);
+}
+
+TEST_SUITE("slow") {
+  TEST_CASE("matmul_wmma: the 151936x1024 output head (Q8_0, Q6_K), 32 rows, on a GPU") {
+    // On the CPU each lane's WMMA products run one by one: minutes at this size.
+    if (!device_features(knob_str(Knob::DEV)).is_gpu) return;
+    for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q6_K}) check_matmul(type, 32, 151936, 1024);
+  }
 }
