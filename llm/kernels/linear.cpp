@@ -40,7 +40,43 @@ Tensor bytes_of(const Tensor& words) {
   return cat(bytes, 1).cast(dtypes::uint8).reshape({4 * n});
 }
 
+// Whether a GPU int8 kernel takes a `type` matrix of (out, in) on `device`.
+bool gpu_int8(const DeviceFeatures& f, GgmlType type, int64_t out, int64_t in) {
+  return knob_int(Knob::LLM_KERNELS) != 0 && f.is_gpu && f.int8_dot &&
+         matvec_int8_supports(type, out, in);
+}
+
 }  // namespace
+
+ExpertLinears load_experts(const GgufTensor& t, const std::string& device,
+                           const std::shared_ptr<const void>& owner) {
+  ExpertLinears e;
+  e.weight = load_weight(t, device, owner);
+  e.type = t.type;
+  if (t.dims.size() == 3 &&
+      gpu_int8(device_features(e.weight.device()), t.type, static_cast<int64_t>(t.dims[1]),
+               static_cast<int64_t>(t.dims[0]))) {
+    const int64_t n = static_cast<int64_t>(t.data.size());
+    e.words = Tensor::from_host_memory(std::as_bytes(t.data), {n / 4}, dtypes::uint32, device,
+                                       owner);
+    e.weight = dequantize_lazy(bytes_of(e.words), t.type, e.weight.dims());
+  }
+  return e;
+}
+
+Tensor ExpertLinears::operator()(const Tensor& x, const Tensor& ids) const {
+  const int64_t rows = ids.size(0), k = ids.size(1), experts = weight.size(0),
+                out = weight.size(1), in = weight.size(2);
+  const int64_t per_slot = x.ndim() == 3 ? k : 1;
+  if (words.defined() && rows * k <= kMatvecMaxExpertRows) {
+    Tensor xs = x.reshape({rows, per_slot, in}).expand({rows, k, in}).reshape({rows * k, in});
+    return matvec_int8(quantize_rows_int8(xs), words, type, out, in, ids.reshape({rows * k}),
+                       experts)
+        .reshape({rows, k, out});
+  }
+  Tensor chosen = weight.index_select(0, ids.reshape({rows * k})).reshape({rows, k, out, in});
+  return (chosen * x.reshape({rows, per_slot, 1, in})).sum({3});
+}
 
 Linear load_linear(const GgufTensor& t, const std::string& device,
                    const std::shared_ptr<const void>& owner) {
@@ -51,7 +87,7 @@ Linear load_linear(const GgufTensor& t, const std::string& device,
   const DeviceFeatures f = device_features(l.weight.device());
   if (knob_int(Knob::LLM_KERNELS) == 0 || t.dims.size() != 2 || !f.int8_dot) return l;
   const auto in = static_cast<int64_t>(t.dims[0]), out = static_cast<int64_t>(t.dims[1]);
-  if (f.is_gpu && matvec_int8_supports(t.type, out, in)) {
+  if (gpu_int8(f, t.type, out, in)) {
     l.kernel = Linear::Kernel::GpuInt8;
     l.words = Tensor::from_host_memory(std::as_bytes(t.data), {n / 4}, dtypes::uint32, device,
                                        owner);

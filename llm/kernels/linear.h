@@ -38,6 +38,22 @@ struct Linear {
   Tensor blocks, words;  // CpuDot4: the blocks as uint8 and uint32; GpuInt8: the uint32 words
   Tensor operator()(const Tensor& x) const;
 };
+/// A mixture-of-experts GGUF tensor [in, out, E] as the experts' linears; `(x, ids)` with ids
+/// (rows, k) the chosen experts is, for each token r and slot s, x's row r (x (rows, in): one
+/// input per token) or row (r, s) (x (rows, k, in)) times the transpose of expert ids[r, s]:
+/// (rows, k, out). On a GPU with int8 dot products and a format matvec_int8 takes, up to
+/// kMatvecMaxExpertRows (token, slot) pairs (a decode step) run the decode kernel over the
+/// experts' words; else (and LLM_KERNELS=0) the generic path: the chosen experts' lazy
+/// dequantization, gathered (index_select) into one product kernel that reads only their bytes.
+struct ExpertLinears {
+  Tensor weight;    // (E, out, in) float32, the lazy dequantization
+  GgmlType type{};  // the file's type
+  Tensor words;     // GPU int8 kernel: the experts' bytes as uint32 words (else undefined)
+  Tensor operator()(const Tensor& x, const Tensor& ids) const;
+};
+ExpertLinears load_experts(const GgufTensor& t, const std::string& device,
+                           const std::shared_ptr<const void>& owner = nullptr);
+
 /// The matrix `t` as a Linear (load_weight's arguments).
 Linear load_linear(const GgufTensor& t, const std::string& device,
                    const std::shared_ptr<const void>& owner = nullptr);

@@ -14,9 +14,10 @@ MoeWeights load_moe(const LayerWeights& lw, const ModelConfig& config, const std
   auto load = [&](const GgufTensor* t) { return t ? load_weight(*t, device, owner) : Tensor(); };
   MoeWeights w;
   w.router = load(lw.ffn_gate_inp);
-  w.gate_exps = load(lw.ffn_gate_exps);
-  w.up_exps = load(lw.ffn_up_exps);
-  w.down_exps = load(lw.ffn_down_exps);
+  auto experts = [&](const GgufTensor* t) { return load_experts(*t, device, owner); };
+  w.gate_exps = experts(lw.ffn_gate_exps);
+  w.up_exps = experts(lw.ffn_up_exps);
+  w.down_exps = experts(lw.ffn_down_exps);
   w.n_used = config.moe->n_experts_used;
   auto linear = [&](const GgufTensor* t) { return t ? load_linear(*t, device, owner) : Linear{}; };
   w.shared_gate = linear(lw.ffn_gate_shexp);
@@ -45,29 +46,19 @@ std::pair<Tensor, Tensor> top_k(const Tensor& logits, int64_t k) {
   return {ids.contiguous(), picked.softmax(1).contiguous()};
 }
 
-// (rows*k, ...) expert weights chosen by ids (rows, k), reshaped to (rows, k, a, b).
-Tensor chosen(const Tensor& experts, const Tensor& ids) {
-  const int64_t rows = ids.size(0), k = ids.size(1);
-  return experts.index_select(0, ids.reshape({rows * k}))
-      .reshape({rows, k, experts.size(1), experts.size(2)});
-}
-
 }  // namespace
 
 Tensor moe_ffn(const MoeWeights& w, const Tensor& h) {
   const int64_t rows = h.size(0), dim = h.size(1), k = w.n_used;
   if (k < 1 || k > w.router.size(0)) fail("moe: {} experts used of {}", k, w.router.size(0));
   auto [ids, weights] = top_k(h.linear(w.router), k);
-  // Each (token, slot) reads its own expert: (rows, k, F, dim) x (rows, 1, 1, dim) -> (rows, k, F).
-  // Every expert product is materialized, a plain matmul kernel: fused with SiLU or with the sum
-  // over the slots it gets no matmul optimizations (~10x slower at 32 rows).
-  Tensor x = h.reshape({rows, 1, 1, dim});
-  Tensor gate = (chosen(w.gate_exps, ids) * x).sum({3}).contiguous();
-  Tensor up = (chosen(w.up_exps, ids) * x).sum({3}).contiguous();
-  Tensor act = gate.silu() * up;
-  const int64_t ffn = act.size(2);
-  // (rows, k, dim, F) x (rows, k, 1, F) -> (rows, k, dim), weighted and summed over the slots.
-  Tensor out = (chosen(w.down_exps, ids) * act.reshape({rows, k, 1, ffn})).sum({3});
+  // Each (token, slot) reads its own expert: (rows, dim) -> (rows, k, F). Every expert product
+  // is materialized, a plain matmul kernel: fused with SiLU or with the sum over the slots it
+  // gets no matmul optimizations (~10x slower at 32 rows).
+  Tensor gate = w.gate_exps(h, ids).contiguous();
+  Tensor up = w.up_exps(h, ids).contiguous();
+  // (rows, k, F) -> (rows, k, dim), weighted and summed over the slots.
+  Tensor out = w.down_exps(gate.silu() * up, ids);
   Tensor y = (out * weights.reshape({rows, k, 1})).sum({1});
   if (w.shared_gate.weight.defined()) {
     Tensor shared = swiglu(h, w.shared_gate, w.shared_up, w.shared_down);

@@ -3,8 +3,9 @@
 // expert is a SwiGLU FFN, and qwen35moe adds a shared expert scaled by a sigmoid gate:
 //   p = softmax(W_router h);  S = top-k of p (ties: the lower expert id);  w_e = p_e / Σ_S p
 //   y = Σ_{e in S} w_e down_e(silu(gate_e h) * up_e h)  [+ sigmoid(w_shgate · h) down_sh(...)]
-// The experts are selected per (token, slot) with index_select on the expert axis of the lazy
-// dequantized weights; the code generator turns that into direct loads
+// The experts are selected per (token, slot) by ExpertLinears (llm/kernels/linear.h): on gfx1100
+// a decode step's chosen experts run the int8 decode kernel; otherwise index_select on the
+// expert axis of the lazy dequantized weights, which the code generator turns into direct loads
 // (codegen/lower/gather_load.h), so a kernel reads only the chosen experts' quantized bytes.
 #pragma once
 #include <cstdint>
@@ -17,11 +18,11 @@
 
 namespace ugrad::llm {
 
-/// One layer's MoE weights: lazy tensors over the GGUF bytes (load_weight).
+/// One layer's MoE weights: lazy tensors over the GGUF bytes (load_weight, load_experts).
 struct MoeWeights {
   Tensor router;                  // (E, dim)     ffn_gate_inp
-  Tensor gate_exps, up_exps;      // (E, F, dim)  ffn_gate_exps, ffn_up_exps
-  Tensor down_exps;               // (E, dim, F)  ffn_down_exps
+  ExpertLinears gate_exps, up_exps;  // (E, F, dim)  ffn_gate_exps, ffn_up_exps
+  ExpertLinears down_exps;           // (E, dim, F)  ffn_down_exps
   int64_t n_used = 0;             // k: experts per token
   Linear shared_gate, shared_up;  // (S, dim); empty when absent (qwen3moe)
   Linear shared_down;             // (dim, S)

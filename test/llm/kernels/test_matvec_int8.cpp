@@ -53,6 +53,40 @@ TEST_CASE("matvec_int8: ragged shapes (units past the last lane, outputs past th
   check_matvec(GgmlType::Q4_K, 1, 5, 256);
 }
 
+TEST_CASE("matvec_int8: rows that each take their own expert") {
+  // 4 experts of (96, 512) in one tensor; 6 rows choosing experts 3, 0, 3, 1, 2, 0.
+  const int64_t experts = 4, out = 96, in = 512, rows = 6;
+  const std::vector<int32_t> ids{3, 0, 3, 1, 2, 0};
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::IQ4_XS}) {
+    CAPTURE(format_of(type).name);
+    const test::QuantMatrix all = test::random_quant_matrix(type, experts * out, in, 17);
+    std::mt19937 rng(19);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> xs(static_cast<size_t>(rows * in));
+    for (float& v : xs) v = normal(rng);
+    Int8Rows x = quantize_rows_int8(Tensor::from_vector(xs, {rows, in}));
+    const std::vector<int32_t> words = x.words.to_vector<int32_t>();
+    const std::vector<float> scales = x.scale.contiguous().to_vector<float>();
+    const std::vector<float> got =
+        matvec_int8(x, test::words_of(all.bytes), type, out, in,
+                    Tensor::from_vector(ids, {rows}), experts)
+            .to_vector<float>();
+    REQUIRE(got.size() == static_cast<size_t>(rows * out));
+    for (int64_t r = 0; r < rows; ++r) {  // row r against its expert alone
+      test::QuantMatrix expert;
+      expert.values.assign(all.values.begin() + ids[r] * out * in,
+                           all.values.begin() + (ids[r] + 1) * out * in);
+      std::vector<double> levels(static_cast<size_t>(in));
+      for (int64_t k = 0; k < in; ++k) {
+        const int64_t e = r * in + k;
+        levels[k] = double(scales[e / kInt8Block]) * static_cast<int8_t>(words[e / 4] >> (8 * (e % 4)));
+      }
+      test::check_product(std::vector<float>(got.begin() + r * out, got.begin() + (r + 1) * out),
+                          levels, expert, 1, out, in, 2e-6, 1e-6);
+    }
+  }
+}
+
 TEST_CASE("matvec_int8: what it does not take") {
   CHECK(!matvec_int8_supports(GgmlType::Q4_K, 64, 128));   // in not a multiple of 256
   CHECK(!matvec_int8_supports(GgmlType::Q6_K, 64, 256));   // rows of 210 bytes
@@ -64,6 +98,8 @@ TEST_CASE("matvec_int8: what it does not take") {
                        "matvec_int8: no int8 kernel for a Q4_K weight of (64, 128)", Error);
   CHECK_THROWS_WITH_AS(matvec_int8_kernel(GgmlType::Q4_K, 9, 64, 256),
                        "matvec_int8: 9 rows (1 to 8)", Error);
+  CHECK_THROWS_WITH_AS(matvec_int8_kernel(GgmlType::Q4_K, 65, 64, 256, 8),
+                       "matvec_int8: 65 rows (1 to 64)", Error);
 }
 
 TEST_SUITE("slow") {
