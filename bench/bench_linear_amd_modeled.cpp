@@ -4,8 +4,11 @@
 // cost model of an RX 7900 XTX: MODELED, not measured.
 // Per launch, the counters behind the figure:
 //   % of 960 GB/s   weight bytes / modeled time / 960 GB/s (launch overhead included)
+//   DRAM use        weight bytes / DRAM bytes (128 B x distinct lines the launch touches: the
+//                   weight, x, y): how much of what comes from memory is weight bytes used
 //   fetch use       weight bytes / (128 B x line requests of all vector loads): how much of
-//                   the lines the loads fetch are weight bytes (x's loads count as waste)
+//                   the lines each load instruction touches are weight bytes (x's loads, and
+//                   a line touched again by the next instruction, count as waste)
 //   % of WMMA peak  (prefill) 2 x 32 x out x in flops / modeled time / 122.9 TFLOP/s
 //   inst/B          wave instructions per weight byte (all classes)
 //   waves/SIMD      occupancy from VGPRs and LDS
@@ -64,9 +67,9 @@ double report_launches(const char* shape, GgmlType type, double bytes, double fl
                 t.seconds * 1e6, 100.0 * bytes / t.seconds / 960e9);
     if (flops > 0) std::printf("  %5.1f%% of the WMMA peak", 100.0 * flops / t.seconds / kWmmaPeak);
     std::printf(
-        "  fetch use %5.1f%%  %.3f inst/B  %2d waves/SIMD  %s-bound  (%.2f lines/VMEM, DOT4 %.0f, "
-        "WMMA %.0f, VALU %.0f, VMEM %.0f)\n",
-        100.0 * bytes / (lines * double(mockgpu::kLineBytes)),
+        "  DRAM use %5.1f%%  fetch use %5.1f%%  %.3f inst/B  %2d waves/SIMD  %s-bound  (%.2f "
+        "lines/VMEM, DOT4 %.0f, WMMA %.0f, VALU %.0f, VMEM %.0f)\n",
+        100.0 * bytes / t.dram_bytes, 100.0 * bytes / (lines * double(mockgpu::kLineBytes)),
         double(c.instructions()) * scale / bytes, t.waves_per_simd, t.bound,
         double(c.vmem_line_requests) / double(c.count(mockgpu::InstClass::VMEM)),
         double(c.count(mockgpu::InstClass::DOT4)) * scale,

@@ -1,6 +1,7 @@
 #include "llm/kernels/linear.h"
 
 #include "base/env.h"
+#include "llm/kernels/int8_quantize.h"
 #include "llm/kernels/matmul_wmma.h"
 #include "llm/kernels/matvec_int8.h"
 #include "llm/quant/int8_rows.h"
@@ -70,7 +71,7 @@ Tensor ExpertLinears::operator()(const Tensor& x, const Tensor& ids) const {
   const int64_t per_slot = x.ndim() == 3 ? k : 1;
   if (words.defined() && rows * k <= kMatvecMaxExpertRows) {
     Tensor xs = x.reshape({rows, per_slot, in}).expand({rows, k, in}).reshape({rows * k, in});
-    return matvec_int8(quantize_rows_int8(xs), words, type, out, in, ids.reshape({rows * k}),
+    return matvec_int8(int8_quantize(xs), words, type, out, in, ids.reshape({rows * k}),
                        experts)
         .reshape({rows, k, out});
   }
@@ -105,7 +106,7 @@ Linear load_linear(const GgufTensor& t, const std::string& device,
 Tensor Linear::operator()(const Tensor& x) const {
   const int64_t rows = x.ndim() == 2 ? x.size(0) : 0, out = weight.size(0), in = weight.size(1);
   if (kernel == Kernel::GpuInt8 && rows >= 1 && rows <= kMatvecMaxRows)
-    return matvec_int8(quantize_rows_int8(x), words, type, out, in);
+    return matvec_int8(int8_quantize(x), words, type, out, in);
   if (kernel == Kernel::GpuInt8 && rows <= kWmmaRows && matmul_wmma_supports(type, out, in))
     return matmul_wmma(type == GgmlType::Q4_K ? round_rows_int8(x) : x, words, type, out, in);
   if (kernel == Kernel::CpuDot4 && rows == 1)

@@ -1,0 +1,88 @@
+#include "llm/kernels/int8_quantize.h"
+
+#include <deque>
+#include <mutex>
+#include <utility>
+
+#include "base/env.h"
+#include "base/error.h"
+#include "codegen/kernel_builder.h"
+#include "llm/kernels/kernel_cache.h"
+#include "runtime/device_features.h"
+#include "tensor/custom_kernel.h"
+
+namespace ugrad::llm {
+namespace {
+
+constexpr int64_t kGroup = 64;  // work-items per workgroup, one block of 32 values each
+constexpr size_t kRecentInputs = 4;
+
+UOp f32(double v) { return UOp::cnst(dtypes::float32, v); }
+
+UOp build(int64_t rows, int64_t in, const std::string& name) {
+  const int64_t blocks = rows * in / kInt8Block;
+  KernelBuilder kb;
+  UOp words = kb.buffer(dtypes::int32, rows * in / 4);
+  UOp scale = kb.buffer(dtypes::float32, blocks);
+  UOp x = kb.buffer(dtypes::float32, rows * in);
+  UOp i = kb.global((blocks + kGroup - 1) / kGroup) * kGroup + kb.local(kGroup);
+  UOp ok = i.lt(blocks), block = i.lt(blocks).where(i, UOp::cnst_int(dtypes::index, blocks - 1));
+  std::vector<UOp> v;
+  UOp amax = f32(0.0);
+  for (int64_t e = 0; e < kInt8Block; ++e) {
+    v.push_back(kb.load(x, block * kInt8Block + e));
+    amax = amax.max(v.back().lt(f32(0.0)).where(-v.back(), v.back()));
+  }
+  // The tensor path's arithmetic (int8_rows.cpp; a / b is a * recip(b) there): v * (127 / amax),
+  // halves away from zero.
+  const UOp inv = f32(0.0).lt(amax).where(f32(127.0) * amax.alu(Op::RECIP), f32(0.0));
+  for (int64_t w = 0; w < kInt8Block / 4; ++w) {
+    UOp word = UOp::cnst_int(dtypes::uint32, 0);
+    for (int64_t b = 0; b < 4; ++b) {
+      const UOp s = v[4 * w + b] * inv;
+      const UOp q = (s + s.lt(f32(0.0)).where(f32(-0.5), f32(0.5))).alu(Op::TRUNC);
+      const UOp byte = q.cast(dtypes::int32).cast(dtypes::uint32).alu(
+          Op::AND, UOp::cnst_int(dtypes::uint32, 255));
+      word = word.alu(Op::OR, byte.alu(Op::SHL, UOp::cnst_int(dtypes::uint32, 8 * b)));
+    }
+    kb.store(words, block * (kInt8Block / 4) + w, UOp::make(Op::BITCAST, dtypes::int32, {word}),
+             ok);
+  }
+  kb.store(scale, block, amax * f32(1.0 / 127.0), ok);
+  return kb.build(name);
+}
+
+}  // namespace
+
+UOp int8_quantize_kernel(int64_t rows, int64_t in) {
+  if (rows < 1 || in < 1 || in % kInt8Block != 0)
+    fail("int8_quantize: need (rows, in) with in a multiple of {}, got ({}, {})", kInt8Block, rows,
+         in);
+  const std::string name = fmt::format("int8_quantize_{}x{}", rows, in);
+  return cached_kernel(name, [&] { return build(rows, in, name); });
+}
+
+Int8Rows int8_quantize(const Tensor& x) {
+  const DeviceFeatures f = device_features(x.device());
+  if (!f.is_gpu || knob_int(Knob::LLM_KERNELS) == 0 || x.ndim() != 2) return quantize_rows_int8(x);
+  // The linears that read one input (q, k and v; gate and up) share its quantization while it is
+  // still lazy: the last few inputs by graph node (a node is its structure, so the same input is
+  // the same node). A realized one is never reused: the buffers under an equal node may have
+  // been written in place since (a KV cache, a token slot).
+  static std::mutex mu;
+  static std::deque<std::pair<UOp, Int8Rows>> recent;
+  std::lock_guard lock(mu);
+  for (const auto& [node, rows] : recent)
+    if (node == x.node() && !rows.words.is_realized() && !rows.scale.is_realized()) return rows;
+  const int64_t rows = x.size(0), in = x.size(1);
+  UOp ast = int8_quantize_kernel(rows, in);
+  std::vector<Tensor> out = custom_kernel(
+      ast, {Tensor::empty({rows, in / 4}, dtypes::int32, x.device()),
+            Tensor::empty({rows, in / kInt8Block}, dtypes::float32, x.device()),
+            x.cast(dtypes::float32)});
+  recent.emplace_front(x.node(), Int8Rows{out[0], out[1], Tensor()});
+  if (recent.size() > kRecentInputs) recent.pop_back();
+  return recent.front().second;
+}
+
+}  // namespace ugrad::llm
