@@ -11,8 +11,8 @@
 // size (the units' models have a small vocabulary; their small head is subtracted). Launches run
 // every k-th workgroup only (MOCKGPU_SAMPLE, counters scaled), which uniform workgroups allow;
 // the DRAM footprint of an input every workgroup reads (x of a prefill matmul) is counted once
-// per sampled workgroup and scaled with it, so the prefill sampling stays low. Weights repeat a few drawn rows (DemoModelOptions::distinct_rows): timings do
-// not depend on values.
+// per sampled workgroup and scaled with it, so the prefill sampling stays low. Weights repeat a few
+// drawn rows (DemoModelOptions::distinct_rows): timings do not depend on values.
 //   bench_amd_modeled [0.6b|8b|27b ...]   (default: all three)
 #include <algorithm>
 #include <cstdio>

@@ -40,9 +40,9 @@ struct LinearShape {
 
 // Qwen3-8B's layer: q and o 4096x4096, k and v 1024x4096, gate and up 12288x4096, down
 // 4096x12288. Qwen3.6-27B's full-attention layer (the dominant FFN shapes).
-const LinearShape kShapes[] = {{"8b q/o", 4096, 4096, 2},    {"8b k/v", 1024, 4096, 2},
-                         {"8b gate/up", 12288, 4096, 2}, {"8b down", 4096, 12288, 1},
-                         {"27b gate/up", 17408, 5120, 2}, {"27b down", 5120, 17408, 1}};
+const LinearShape kShapes[] = {{"8b q/o", 4096, 4096, 2},       {"8b k/v", 1024, 4096, 2},
+                               {"8b gate/up", 12288, 4096, 2},  {"8b down", 4096, 12288, 1},
+                               {"27b gate/up", 17408, 5120, 2}, {"27b down", 5120, 17408, 1}};
 
 // f16 WMMA peak of the card the cost model describes: 96 CUs x 2 SIMDs x 4096 MACs per 32
 // cycles x 2 flops x 2.5 GHz (docs/rdna3.md).
@@ -142,8 +142,8 @@ int main(int argc, char** argv) {
       std::printf(
           "    %s: decode %.1f us MODELED, %.1f%% of 960 GB/s on weight bytes; prefill (32 rows) "
           "%.1f us MODELED, %.1f%% of the WMMA peak\n",
-          label, r.decode_s * 1e6, 100.0 * r.weight_bytes / r.decode_s / 960e9,
-          r.prefill_s * 1e6, 100.0 * r.flops / r.prefill_s / kWmmaPeak);
+          label, r.decode_s * 1e6, 100.0 * r.weight_bytes / r.decode_s / 960e9, r.prefill_s * 1e6,
+          100.0 * r.flops / r.prefill_s / kWmmaPeak);
   }
   return 0;
 }

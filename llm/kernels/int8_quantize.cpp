@@ -41,8 +41,9 @@ UOp build(int64_t rows, int64_t in, const std::string& name) {
     for (int64_t b = 0; b < 4; ++b) {
       const UOp s = v[4 * w + b] * inv;
       const UOp q = (s + s.lt(f32(0.0)).where(f32(-0.5), f32(0.5))).alu(Op::TRUNC);
-      const UOp byte = q.cast(dtypes::int32).cast(dtypes::uint32).alu(
-          Op::AND, UOp::cnst_int(dtypes::uint32, 255));
+      const UOp byte = q.cast(dtypes::int32)
+                           .cast(dtypes::uint32)
+                           .alu(Op::AND, UOp::cnst_int(dtypes::uint32, 255));
       word = word.alu(Op::OR, byte.alu(Op::SHL, UOp::cnst_int(dtypes::uint32, 8 * b)));
     }
     kb.store(words, block * (kInt8Block / 4) + w, UOp::make(Op::BITCAST, dtypes::int32, {word}),
@@ -76,10 +77,10 @@ Int8Rows int8_quantize(const Tensor& x) {
     if (node == x.node() && !rows.words.is_realized() && !rows.scale.is_realized()) return rows;
   const int64_t rows = x.size(0), in = x.size(1);
   UOp ast = int8_quantize_kernel(rows, in);
-  std::vector<Tensor> out = custom_kernel(
-      ast, {Tensor::empty({rows, in / 4}, dtypes::int32, x.device()),
-            Tensor::empty({rows, in / kInt8Block}, dtypes::float32, x.device()),
-            x.cast(dtypes::float32)});
+  std::vector<Tensor> out =
+      custom_kernel(ast, {Tensor::empty({rows, in / 4}, dtypes::int32, x.device()),
+                          Tensor::empty({rows, in / kInt8Block}, dtypes::float32, x.device()),
+                          x.cast(dtypes::float32)});
   recent.emplace_front(x.node(), Int8Rows{out[0], out[1], Tensor()});
   if (recent.size() > kRecentInputs) recent.pop_back();
   return recent.front().second;

@@ -60,8 +60,7 @@ Unit nibble_halves(const std::array<UOp, 4>& q, const UOp& first, const UOp& sca
 // Q4_0: one unit per block; value = d * (q - 8).
 Unit q4_0_unit(const BlockBytes& b, const UOp&, const UOp&) {
   UOp d = b.f16(q4_0::kD);
-  return nibble_halves(words16(b, index(q4_0::kQs), false), index(0), d,
-                       d * f32(q4_0::kOffset));
+  return nibble_halves(words16(b, index(q4_0::kQs), false), index(0), d, d * f32(q4_0::kOffset));
 }
 
 // Q8_0: one unit per block, elements 0..15 and 16..31; value = d * q (int8).
@@ -132,8 +131,8 @@ Unit q6_k_unit(const BlockBytes& b, const UOp& j, const UOp&) {
   for (int half = 0; half < 2; ++half) {
     const UOp hshift = as_u32(a * 2 + 4 * half);
     for (int k = 0; k < 4; ++k)
-      u[half].levels[k] = as_levels((shr(ql[k], 4 * half) & kLow4) |
-                                    shl(shr(qh[k], hshift) & 0x03030303, 4));
+      u[half].levels[k] =
+          as_levels((shr(ql[k], 4 * half) & kLow4) | shl(shr(qh[k], hshift) & 0x03030303, 4));
     const UOp s = n * 8 + a * 2 + h + 4 * half;
     const UOp sc = select_byte(scales, s).cast(dtypes::uint8).cast(dtypes::int8);
     u[half].element = n * 128 + a * 32 + h * 16 + 64 * half;
@@ -149,8 +148,7 @@ Unit q6_k_unit(const BlockBytes& b, const UOp& j, const UOp&) {
 Unit two_bit_unit(const BlockBytes& b, const UOp& j, size_t qs, int64_t hmask,
                   const std::function<std::pair<UOp, UOp>(const UOp& sub_block)>& scale_min) {
   const UOp h = j.idiv(2), m = j % 2;
-  std::array<UOp, 4> q = words16(b, index(static_cast<int64_t>(qs)) + h * 32 + m * 16,
-                                 true);
+  std::array<UOp, 4> q = words16(b, index(static_cast<int64_t>(qs)) + h * 32 + m * 16, true);
   std::array<UOp, 4> high;
   if (hmask >= 0) high = words16(b, index(hmask) + m * 16, true);
   Unit u(4);
@@ -219,14 +217,10 @@ Unit iq4_xs_unit(const BlockBytes& b, const UOp& j, const UOp& table) {
 }
 
 const UnitFormat kFormats[] = {
-    {GgmlType::Q4_0, 1, false, false, q4_0_unit},
-    {GgmlType::Q8_0, 1, true, false, q8_0_unit},
-    {GgmlType::Q2_K, 4, false, false, q2_k_unit},
-    {GgmlType::Q3_K, 4, false, false, q3_k_unit},
-    {GgmlType::Q4_K, 8, false, false, q4_k_unit},
-    {GgmlType::Q5_K, 8, false, false, q5_k_unit},
-    {GgmlType::Q6_K, 8, false, false, q6_k_unit},
-    {GgmlType::IQ4_XS, 8, true, true, iq4_xs_unit},
+    {GgmlType::Q4_0, 1, false, false, q4_0_unit}, {GgmlType::Q8_0, 1, true, false, q8_0_unit},
+    {GgmlType::Q2_K, 4, false, false, q2_k_unit}, {GgmlType::Q3_K, 4, false, false, q3_k_unit},
+    {GgmlType::Q4_K, 8, false, false, q4_k_unit}, {GgmlType::Q5_K, 8, false, false, q5_k_unit},
+    {GgmlType::Q6_K, 8, false, false, q6_k_unit}, {GgmlType::IQ4_XS, 8, true, true, iq4_xs_unit},
 };
 
 }  // namespace

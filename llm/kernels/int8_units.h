@@ -10,8 +10,8 @@
 // The block layouts are llm/quant/blocks.h; docs/quants.md has the element order per format.
 #pragma once
 #include <array>
-#include <vector>
 #include <cstdint>
+#include <vector>
 
 #include "codegen/kernel_builder.h"
 #include "llm/quant/formats.h"

@@ -58,21 +58,20 @@ ExpertLinears load_experts(const GgufTensor& t, const std::string& device,
       gpu_int8(device_features(e.weight.device()), t.type, static_cast<int64_t>(t.dims[1]),
                static_cast<int64_t>(t.dims[0]))) {
     const int64_t n = static_cast<int64_t>(t.data.size());
-    e.words = Tensor::from_host_memory(std::as_bytes(t.data), {n / 4}, dtypes::uint32, device,
-                                       owner);
+    e.words =
+        Tensor::from_host_memory(std::as_bytes(t.data), {n / 4}, dtypes::uint32, device, owner);
     e.weight = dequantize_lazy(bytes_of(e.words), t.type, e.weight.dims());
   }
   return e;
 }
 
 Tensor ExpertLinears::operator()(const Tensor& x, const Tensor& ids) const {
-  const int64_t rows = ids.size(0), k = ids.size(1), experts = weight.size(0),
-                out = weight.size(1), in = weight.size(2);
+  const int64_t rows = ids.size(0), k = ids.size(1), experts = weight.size(0), out = weight.size(1),
+                in = weight.size(2);
   const int64_t per_slot = x.ndim() == 3 ? k : 1;
   if (words.defined() && rows * k <= kMatvecMaxExpertRows) {
     Tensor xs = x.reshape({rows, per_slot, in}).expand({rows, k, in}).reshape({rows * k, in});
-    return matvec_int8(int8_quantize(xs), words, type, out, in, ids.reshape({rows * k}),
-                       experts)
+    return matvec_int8(int8_quantize(xs), words, type, out, in, ids.reshape({rows * k}), experts)
         .reshape({rows, k, out});
   }
   Tensor chosen = weight.index_select(0, ids.reshape({rows * k})).reshape({rows, k, out, in});
@@ -90,15 +89,15 @@ Linear load_linear(const GgufTensor& t, const std::string& device,
   const auto in = static_cast<int64_t>(t.dims[0]), out = static_cast<int64_t>(t.dims[1]);
   if (gpu_int8(f, t.type, out, in)) {
     l.kernel = Linear::Kernel::GpuInt8;
-    l.words = Tensor::from_host_memory(std::as_bytes(t.data), {n / 4}, dtypes::uint32, device,
-                                       owner);
+    l.words =
+        Tensor::from_host_memory(std::as_bytes(t.data), {n / 4}, dtypes::uint32, device, owner);
     l.weight = dequantize_lazy(bytes_of(l.words), t.type, {out, in});
   } else if (t.type == GgmlType::Q4_K && !f.is_gpu &&
              reinterpret_cast<uintptr_t>(t.data.data()) % 4 == 0) {
     l.kernel = Linear::Kernel::CpuDot4;
     l.blocks = Tensor::from_host_memory(std::as_bytes(t.data), {n}, dtypes::uint8, device, owner);
-    l.words = Tensor::from_host_memory(std::as_bytes(t.data), {n / 4}, dtypes::uint32, device,
-                                       owner);
+    l.words =
+        Tensor::from_host_memory(std::as_bytes(t.data), {n / 4}, dtypes::uint32, device, owner);
   }
   return l;
 }

@@ -32,8 +32,8 @@ Tensor load_weight(const GgufTensor& t, const std::string& device,
 /// on every path, as ggml's CPU kernels do.
 struct Linear {
   enum class Kernel { Generic, CpuDot4, GpuInt8 };
-  Tensor weight;         // (out, in) float32, the lazy dequantization (load_weight)
-  GgmlType type{};       // the file's type
+  Tensor weight;    // (out, in) float32, the lazy dequantization (load_weight)
+  GgmlType type{};  // the file's type
   Kernel kernel = Kernel::Generic;
   Tensor blocks, words;  // CpuDot4: the blocks as uint8 and uint32; GpuInt8: the uint32 words
   Tensor operator()(const Tensor& x) const;

@@ -25,7 +25,8 @@ UOp dequantized(const UnitPiece& p, bool signed_levels, const UOp& valid) {
   std::vector<UOp> v;
   for (const UOp& word : p.levels)
     for (int i = 0; i < 4; ++i) {
-      UOp byte = word.alu(Op::SHR, word.const_int_like(8 * i)).alu(Op::AND, word.const_int_like(255));
+      UOp byte =
+          word.alu(Op::SHR, word.const_int_like(8 * i)).alu(Op::AND, word.const_int_like(255));
       UOp level = signed_levels ? byte.cast(dtypes::uint8).cast(dtypes::int8).cast(dtypes::float32)
                                 : byte.cast(dtypes::float32);
       UOp value = p.scale * level;
@@ -75,8 +76,8 @@ UOp build(const UnitFormat& f, int64_t out, int64_t in, const std::string& name)
           for (int64_t wi = 0; wi < 4; ++wi)
             words.push_back(
                 kb.load(x, ((column_tile * 2 + h8) * kWmmaRows + t * kTile + row) * 4 + wi));
-        const UOp afrag = UOp::make(Op::BITCAST, dtypes::float16.vec(kTile),
-                                    {KernelBuilder::vectorize(words)});
+        const UOp afrag =
+            UOp::make(Op::BITCAST, dtypes::float16.vec(kTile), {KernelBuilder::vectorize(words)});
         const UOp d = KernelBuilder::wmma(afrag, bfrag, zero);
         for (int64_t i = 0; i < 8; ++i) {
           UOp sum = KernelBuilder::reduce(KernelBuilder::gep(d, i), Op::ADD, {step});
@@ -119,10 +120,9 @@ bool matmul_wmma_supports(GgmlType type, int64_t out, int64_t in) {
 
 UOp matmul_wmma_kernel(GgmlType type, int64_t out, int64_t in) {
   if (!matmul_wmma_supports(type, out, in))
-    fail("matmul_wmma: no WMMA kernel for a {} weight of ({}, {})", format_of(type).name, out,
-         in);
-  const std::string name = fmt::format("matmul_wmma_{}_{}x{}x{}", format_of(type).name,
-                                       kWmmaRows, out, in);
+    fail("matmul_wmma: no WMMA kernel for a {} weight of ({}, {})", format_of(type).name, out, in);
+  const std::string name =
+      fmt::format("matmul_wmma_{}_{}x{}x{}", format_of(type).name, kWmmaRows, out, in);
   return cached_kernel(name, [&] { return build(*unit_format(type), out, in, name); });
 }
 
@@ -139,8 +139,7 @@ Tensor tiled_halves(const Tensor& xh, int64_t in) {
 
 }  // namespace
 
-Tensor matmul_wmma(const Tensor& x, const Tensor& words, GgmlType type, int64_t out,
-                   int64_t in) {
+Tensor matmul_wmma(const Tensor& x, const Tensor& words, GgmlType type, int64_t out, int64_t in) {
   const int64_t rows = x.size(0);
   if (x.ndim() != 2 || rows < 1 || rows > kWmmaRows || x.size(1) != in)
     fail("matmul_wmma: x must be (1 to {}, {}), got {}", kWmmaRows, in, shape_str(x.shape()));

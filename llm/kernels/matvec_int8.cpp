@@ -60,10 +60,9 @@ UOp build(const UnitFormat& f, int64_t rows, int64_t out, int64_t in, int64_t ex
                    q.block_bytes % 4 == 0};
   const Unit unit = f.unit(bytes, j, table);
   const Dot4Arg signs{f.signed_levels, true};
-  const std::array<UOp, 4> ones{UOp::cnst_int(dtypes::int32, 0x01010101),
-                                UOp::cnst_int(dtypes::int32, 0x01010101),
-                                UOp::cnst_int(dtypes::int32, 0x01010101),
-                                UOp::cnst_int(dtypes::int32, 0x01010101)};
+  const std::array<UOp, 4> ones{
+      UOp::cnst_int(dtypes::int32, 0x01010101), UOp::cnst_int(dtypes::int32, 0x01010101),
+      UOp::cnst_int(dtypes::int32, 0x01010101), UOp::cnst_int(dtypes::int32, 0x01010101)};
   const UOp zero = UOp::cnst(dtypes::float32, 0.0);
   UOp partials = kb.lds(dtypes::float32, shared_rows * kWaves * kLanes);
   std::vector<UOp> stores;
@@ -80,8 +79,7 @@ UOp build(const UnitFormat& f, int64_t rows, int64_t out, int64_t in, int64_t ex
       sum = sum ? sum + s : s;
     }
     const UOp acc = KernelBuilder::reduce(valid.where(sum, zero), Op::ADD, {step});
-    stores.push_back(
-        KernelBuilder::lds_store(partials, (wave + r * kWaves) * kLanes + lane, acc));
+    stores.push_back(KernelBuilder::lds_store(partials, (wave + r * kWaves) * kLanes + lane, acc));
   }
   // Every lane sums its wave's 32 partials (broadcast LDS reads); lane 0 writes.
   UOp all = KernelBuilder::barrier(partials, stores);
@@ -113,8 +111,8 @@ UOp matvec_int8_kernel(GgmlType type, int64_t rows, int64_t out, int64_t in, int
                        [&] { return build(*unit_format(type), rows, out, in, experts, name); });
 }
 
-Tensor matvec_int8(const Int8Rows& x, const Tensor& words, GgmlType type, int64_t out,
-                   int64_t in, const Tensor& ids, int64_t experts) {
+Tensor matvec_int8(const Int8Rows& x, const Tensor& words, GgmlType type, int64_t out, int64_t in,
+                   const Tensor& ids, int64_t experts) {
   const int64_t rows = x.words.size(0);
   UOp ast = matvec_int8_kernel(type, rows, out, in, ids.defined() ? experts : 0);
   std::vector<Tensor> buffers{Tensor::empty({rows, out}, dtypes::float32, words.device()), words,

@@ -20,13 +20,13 @@ namespace ugrad::llm {
 
 /// One layer's MoE weights: lazy tensors over the GGUF bytes (load_weight, load_experts).
 struct MoeWeights {
-  Tensor router;                  // (E, dim)     ffn_gate_inp
+  Tensor router;                     // (E, dim)     ffn_gate_inp
   ExpertLinears gate_exps, up_exps;  // (E, F, dim)  ffn_gate_exps, ffn_up_exps
   ExpertLinears down_exps;           // (E, dim, F)  ffn_down_exps
-  int64_t n_used = 0;             // k: experts per token
-  Linear shared_gate, shared_up;  // (S, dim); empty when absent (qwen3moe)
-  Linear shared_down;             // (dim, S)
-  Tensor shared_gate_inp;         // (dim,) the shared expert's sigmoid gate
+  int64_t n_used = 0;                // k: experts per token
+  Linear shared_gate, shared_up;     // (S, dim); empty when absent (qwen3moe)
+  Linear shared_down;                // (dim, S)
+  Tensor shared_gate_inp;            // (dim,) the shared expert's sigmoid gate
 };
 
 /// The MoE weights of a layer by role; an Error when the layer or config has no MoE FFN.

@@ -329,7 +329,7 @@ TEST_CASE("cost model: loads issued together are one round trip, however they ar
   const LaunchCounters c = last();
   MESSAGE(mockgpu::describe_launch("L_fan", c, mockgpu::model_launch(c)));
   CHECK(c.count(InstClass::VMEM) == 17);  // and the store
-  CHECK(c.count(InstClass::WAIT) > 1);  // several waits, one round trip
+  CHECK(c.count(InstClass::WAIT) > 1);    // several waits, one round trip
   CHECK(c.max_wave_round_trips == 1);
 }
 

@@ -1,8 +1,8 @@
 // Random quantized matrices for the kernel tests: the blocks, their reference dequantization,
 // and the blocks as the uint32 words the hand-written kernels read.
 #pragma once
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -28,8 +28,7 @@ struct QuantMatrix {
 
 /// An (out, in) matrix of `type` quantized from normal values whose rows differ in magnitude,
 /// with an outlier now and then (as real weights have).
-inline QuantMatrix random_quant_matrix(llm::GgmlType type, int64_t out, int64_t in,
-                                       uint32_t seed) {
+inline QuantMatrix random_quant_matrix(llm::GgmlType type, int64_t out, int64_t in, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> src(static_cast<size_t>(out * in));

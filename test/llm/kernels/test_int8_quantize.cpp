@@ -19,9 +19,9 @@ TEST_CASE("int8_quantize: the tensor path's words and scales, bit for bit") {
     std::normal_distribution<float> normal(0.0f, 2.0f);
     std::vector<float> xs(static_cast<size_t>(rows * in));
     for (float& v : xs) v = normal(rng);
-    for (int64_t i = 0; i < 32; ++i) xs[i] = 0;                            // a zero block
-    for (int64_t i = 32; i < 64; ++i) xs[i] = float(i - 48) / 2;           // exact halves
-    xs[70] = -300.0f;                                                      // an outlier
+    for (int64_t i = 0; i < 32; ++i) xs[i] = 0;                   // a zero block
+    for (int64_t i = 32; i < 64; ++i) xs[i] = float(i - 48) / 2;  // exact halves
+    xs[70] = -300.0f;                                             // an outlier
     Tensor x = Tensor::from_vector(xs, {rows, in});
     const Int8Rows want = quantize_rows_int8(x), got = int8_quantize(x);
     CHECK(got.words.to_vector<int32_t>() == want.words.to_vector<int32_t>());

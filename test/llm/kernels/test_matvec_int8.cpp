@@ -35,9 +35,8 @@ void check_matvec(GgmlType type, int64_t rows, int64_t out, int64_t in) {
   std::vector<double> levels(xs.size());
   for (size_t k = 0; k < xs.size(); ++k)
     levels[k] = double(scales[k / kInt8Block]) * static_cast<int8_t>(words[k / 4] >> (8 * (k % 4)));
-  test::check_product(
-      matvec_int8(x, test::words_of(w.bytes), type, out, in).to_vector<float>(), levels, w, rows,
-      out, in, 2e-6, 1e-6);
+  test::check_product(matvec_int8(x, test::words_of(w.bytes), type, out, in).to_vector<float>(),
+                      levels, w, rows, out, in, 2e-6, 1e-6);
 }
 
 }  // namespace
@@ -67,10 +66,9 @@ TEST_CASE("matvec_int8: rows that each take their own expert") {
     Int8Rows x = quantize_rows_int8(Tensor::from_vector(xs, {rows, in}));
     const std::vector<int32_t> words = x.words.to_vector<int32_t>();
     const std::vector<float> scales = x.scale.contiguous().to_vector<float>();
-    const std::vector<float> got =
-        matvec_int8(x, test::words_of(all.bytes), type, out, in,
-                    Tensor::from_vector(ids, {rows}), experts)
-            .to_vector<float>();
+    const std::vector<float> got = matvec_int8(x, test::words_of(all.bytes), type, out, in,
+                                               Tensor::from_vector(ids, {rows}), experts)
+                                       .to_vector<float>();
     REQUIRE(got.size() == static_cast<size_t>(rows * out));
     for (int64_t r = 0; r < rows; ++r) {  // row r against its expert alone
       test::QuantMatrix expert;
@@ -79,7 +77,8 @@ TEST_CASE("matvec_int8: rows that each take their own expert") {
       std::vector<double> levels(static_cast<size_t>(in));
       for (int64_t k = 0; k < in; ++k) {
         const int64_t e = r * in + k;
-        levels[k] = double(scales[e / kInt8Block]) * static_cast<int8_t>(words[e / 4] >> (8 * (e % 4)));
+        levels[k] =
+            double(scales[e / kInt8Block]) * static_cast<int8_t>(words[e / 4] >> (8 * (e % 4)));
       }
       test::check_product(std::vector<float>(got.begin() + r * out, got.begin() + (r + 1) * out),
                           levels, expert, 1, out, in, 2e-6, 1e-6);
@@ -88,10 +87,10 @@ TEST_CASE("matvec_int8: rows that each take their own expert") {
 }
 
 TEST_CASE("matvec_int8: what it does not take") {
-  CHECK(!matvec_int8_supports(GgmlType::Q4_K, 64, 128));   // in not a multiple of 256
-  CHECK(!matvec_int8_supports(GgmlType::Q6_K, 64, 256));   // rows of 210 bytes
-  CHECK(!matvec_int8_supports(GgmlType::Q3_K, 64, 256));   // rows of 110 bytes
-  CHECK(!matvec_int8_supports(GgmlType::Q8_0, 64, 224));   // in not a multiple of 256
+  CHECK(!matvec_int8_supports(GgmlType::Q4_K, 64, 128));  // in not a multiple of 256
+  CHECK(!matvec_int8_supports(GgmlType::Q6_K, 64, 256));  // rows of 210 bytes
+  CHECK(!matvec_int8_supports(GgmlType::Q3_K, 64, 256));  // rows of 110 bytes
+  CHECK(!matvec_int8_supports(GgmlType::Q8_0, 64, 224));  // in not a multiple of 256
   CHECK(matvec_int8_supports(GgmlType::Q6_K, 64, 512));
   CHECK(!matvec_int8_supports(GgmlType::F16, 64, 256));
   CHECK_THROWS_WITH_AS(matvec_int8_kernel(GgmlType::Q4_K, 1, 64, 128),
