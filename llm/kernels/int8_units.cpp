@@ -43,8 +43,7 @@ std::array<UOp, 4> words16(const BlockBytes& b, const UOp& off, bool off_aligned
 
 constexpr int64_t kLow4 = 0x0F0F0F0F;
 
-// The 4-bit formats whose 16 quant bytes hold elements i (low nibbles) and i + 16 (high):
-// Q4_0 and IQ4_XS's sub-blocks.
+// 16 quant bytes holding elements i (low nibbles) and i + 16 (high nibbles), as Q4_0's.
 Unit nibble_halves(const std::array<UOp, 4>& q, const UOp& first, const UOp& scale,
                    const UOp& min) {
   Unit u(2);
