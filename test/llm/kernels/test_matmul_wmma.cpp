@@ -67,7 +67,7 @@ TEST_CASE("matmul_wmma: what it does not take") {
 }
 
 TEST_SUITE("slow") {
-  TEST_CASE("matmul_wmma: the 151936x1024 output head (Q8_0, Q6_K), 32 rows, on a GPU") {
+  TEST_CASE("matmul_wmma: the 151936x1024 output head in Q8_0 and Q6_K at 32 rows on a GPU") {
     // On the CPU each lane's WMMA products run one by one: minutes at this size.
     if (!device_features(knob_str(Knob::DEV)).is_gpu) return;
     for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q6_K}) check_matmul(type, 32, 151936, 1024);
