@@ -225,8 +225,7 @@ const UnitFormat kFormats[] = {
 }  // namespace
 
 UOp BlockBytes::load(const UOp& i, const UOp& gate) const {
-  const UOp g = valid && gate ? valid.alu(Op::AND, gate) : valid ? valid : gate;
-  return g ? kb->load(words, i, g) : kb->load(words, i);
+  return gate ? kb->load(words, i, gate) : kb->load(words, i);
 }
 
 UOp BlockBytes::word(const UOp& off, bool off_aligned) const {
@@ -273,10 +272,15 @@ UOp table_in_lds(KernelBuilder& kb, const UOp& table, const UOp& thread, int64_t
   return KernelBuilder::barrier(lds, stores);
 }
 
+UnitRow unit_row(const UnitFormat& f, int64_t in) {
+  const QuantFormat& q = format_of(f.type);
+  const int64_t blocks = in / q.block_size;
+  return {q.block_size, q.block_bytes, blocks * q.block_bytes, blocks * f.units_per_block};
+}
+
 bool reads_as_units(GgmlType type, int64_t in) {
-  if (!unit_format(type) || in <= 0 || in % kQK_K != 0) return false;
-  const QuantFormat& f = format_of(type);
-  return in / f.block_size * f.block_bytes % 4 == 0;
+  const UnitFormat* f = unit_format(type);
+  return f && in > 0 && in % kQK_K == 0 && unit_row(*f, in).row_bytes % 4 == 0;
 }
 
 Tensor unit_table(GgmlType type, const std::string& device) {

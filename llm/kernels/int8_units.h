@@ -24,12 +24,11 @@ struct BlockBytes {
   const KernelBuilder* kb;
   UOp words;        // the uint32 buffer parameter
   UOp start;        // the block's first byte (an index expression)
-  UOp valid;        // loads where false touch no memory and read 0 (none: every load reads)
   bool aligned4{};  // whether every block starts at a multiple of 4 bytes
   /// uint32 of bytes [start + off, start + off + 4), off even (and a multiple of 4 if aligned4,
   /// with `off_aligned`: one load; else two, shifted together).
   UOp word(const UOp& off, bool off_aligned) const;
-  /// words[i], gated by `valid` and `gate` (either may be none).
+  /// words[i], where `gate` (if given) is true (else 0, touching no memory).
   UOp load(const UOp& i, const UOp& gate = UOp()) const;
   UOp word(int64_t off) const;
   /// The fp16 at `off` (even), as float32.
@@ -65,6 +64,15 @@ UOp last_at_most(const UOp& i, int64_t last);
 /// The table parameter `table` (unit_table) copied into LDS by work-items `thread` of `threads`
 /// (a multiple of 256 or a divisor), as the array to read after the barrier.
 UOp table_in_lds(KernelBuilder& kb, const UOp& table, const UOp& thread, int64_t threads);
+
+/// A row of `in` elements of a format with a form, as the kernels walk it.
+struct UnitRow {
+  int64_t block_elems, block_bytes, row_bytes;
+  int64_t units;  // units in the row
+};
+UnitRow unit_row(const UnitFormat& f, int64_t in);
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /// Whether rows of `in` elements of `type` read as units: a format with a form, `in` a multiple
 /// of 256 (the reference implementation's gate) and a row a whole number of 4-byte words.

@@ -17,8 +17,6 @@ constexpr int64_t kLanes = 32, kWaves = 16, kTile = 16, kRowTiles = kWmmaRows / 
 // Feature tiles per workgroup: each A fragment (x) serves this many B fragments.
 constexpr int64_t kFeatureTiles = 1;
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 // A piece's 16 levels as the f16 values scale * level - min: a B fragment (zeros where `valid`
 // is false, if given).
 UOp dequantized(const UnitPiece& p, bool signed_levels, const UOp& valid) {
@@ -38,9 +36,8 @@ UOp dequantized(const UnitPiece& p, bool signed_levels, const UOp& valid) {
 }
 
 UOp build(const UnitFormat& f, int64_t out, int64_t in, const std::string& name) {
-  const QuantFormat& q = format_of(f.type);
-  const int64_t block_elems = q.block_size, row_bytes = in / block_elems * q.block_bytes;
-  const int64_t units = in / block_elems * f.units_per_block, tiles = out / kTile;
+  const auto [block_elems, block_bytes, row_bytes, units] = unit_row(f, in);
+  const int64_t tiles = out / kTile;
   KernelBuilder kb;
   UOp y = kb.buffer(dtypes::float32, kWmmaRows * out);
   UOp w = kb.buffer(dtypes::uint32, out * row_bytes / 4);
@@ -63,8 +60,8 @@ UOp build(const UnitFormat& f, int64_t out, int64_t in, const std::string& name)
   std::vector<std::vector<UOp>> acc(kFeatureTiles, std::vector<UOp>(kRowTiles * 8));
   for (int64_t ft = 0; ft < kFeatureTiles; ++ft) {
     const UOp tile = last_at_most(group * kFeatureTiles + ft, tiles - 1);
-    BlockBytes bytes{&kb, w, (tile * kTile + row) * row_bytes + b * q.block_bytes, UOp(),
-                     q.block_bytes % 4 == 0};
+    BlockBytes bytes{&kb, w, (tile * kTile + row) * row_bytes + b * block_bytes,
+                     block_bytes % 4 == 0};
     for (const UnitPiece& p : f.unit(bytes, j, table)) {
       const UOp bfrag = dequantized(p, f.signed_levels, u_ok);
       for (int64_t t = 0; t < kRowTiles; ++t) {

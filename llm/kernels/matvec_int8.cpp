@@ -14,13 +14,6 @@ constexpr int64_t kLanes = 32, kWaves = 4;
 
 UOp index(int64_t v) { return UOp::cnst_int(dtypes::index, v); }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-int64_t row_bytes_of(GgmlType type, int64_t in) {
-  const QuantFormat& f = format_of(type);
-  return in / f.block_size * f.block_bytes;
-}
-
 // sum_k dot4(a[k], b[k]) over 4 words, in int32.
 UOp dot16(const std::array<UOp, 4>& a, const std::array<UOp, 4>& b, Dot4Arg signs) {
   UOp acc = UOp::cnst_int(dtypes::int32, 0);
@@ -32,9 +25,8 @@ UOp dot16(const std::array<UOp, 4>& a, const std::array<UOp, 4>& b, Dot4Arg sign
 // weight is `experts` matrices and row r takes matrix ids[r]: one wave per (row, output).
 UOp build(const UnitFormat& f, int64_t rows, int64_t out, int64_t in, int64_t experts,
           const std::string& name) {
-  const QuantFormat& q = format_of(f.type);
-  const int64_t block_elems = q.block_size, row_bytes = row_bytes_of(f.type, in);
-  const int64_t units = in / block_elems * f.units_per_block, steps = ceil_div(units, kLanes);
+  const auto [block_elems, block_bytes, row_bytes, units] = unit_row(f, in);
+  const int64_t steps = ceil_div(units, kLanes);
   const int64_t outputs = experts ? rows * out : out, shared_rows = experts ? 1 : rows;
   KernelBuilder kb;
   UOp y = kb.buffer(dtypes::float32, rows * out);
@@ -56,8 +48,7 @@ UOp build(const UnitFormat& f, int64_t rows, int64_t out, int64_t in, int64_t ex
   UOp u = last_at_most(step * kLanes + lane, units - 1);
   UOp valid = n_ok.alu(Op::AND, (step * kLanes + lane).lt(units));
   UOp b = u.idiv(f.units_per_block), j = u % f.units_per_block;
-  BlockBytes bytes{&kb, w, matrix_row * row_bytes + b * q.block_bytes, UOp(),
-                   q.block_bytes % 4 == 0};
+  BlockBytes bytes{&kb, w, matrix_row * row_bytes + b * block_bytes, block_bytes % 4 == 0};
   const Unit unit = f.unit(bytes, j, table);
   const Dot4Arg signs{f.signed_levels, true};
   const std::array<UOp, 4> ones{

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <random>
+#include <utility>
 
 #include "base/error.h"
 #include "llm/kernels/matvec_int8.h"
@@ -16,6 +17,24 @@ using namespace ugrad::llm;
 
 namespace {
 
+// Normal activations (rows, in) quantized on the default device, and the values their levels
+// stand for (scale * level), read back: the oracle's x.
+std::pair<Int8Rows, std::vector<double>> int8_activations(int64_t rows, int64_t in, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> xs(static_cast<size_t>(rows * in));
+  for (float& v : xs) v = normal(rng);
+  Int8Rows x = quantize_rows_int8(Tensor::from_vector(xs, {rows, in}));
+  x.words.realize();
+  x.scale = x.scale.contiguous().realize();
+  const std::vector<int32_t> words = x.words.to_vector<int32_t>();
+  const std::vector<float> scales = x.scale.to_vector<float>();
+  std::vector<double> values(xs.size());
+  for (size_t k = 0; k < xs.size(); ++k)
+    values[k] = double(scales[k / kInt8Block]) * static_cast<int8_t>(words[k / 4] >> (8 * (k % 4)));
+  return {x, values};
+}
+
 void check_matvec(GgmlType type, int64_t rows, int64_t out, int64_t in) {
   CAPTURE(format_of(type).name);
   CAPTURE(rows);
@@ -23,18 +42,7 @@ void check_matvec(GgmlType type, int64_t rows, int64_t out, int64_t in) {
   CAPTURE(in);
   const test::QuantMatrix w =
       test::random_quant_matrix(type, out, in, static_cast<uint32_t>(out + in + rows));
-  std::mt19937 rng(11);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> xs(static_cast<size_t>(rows * in));
-  for (float& v : xs) v = normal(rng);
-  Int8Rows x = quantize_rows_int8(Tensor::from_vector(xs, {rows, in}));
-  x.words.realize();
-  Tensor scale = x.scale.contiguous().realize();
-  const std::vector<int32_t> words = x.words.to_vector<int32_t>();
-  const std::vector<float> scales = scale.to_vector<float>();
-  std::vector<double> levels(xs.size());
-  for (size_t k = 0; k < xs.size(); ++k)
-    levels[k] = double(scales[k / kInt8Block]) * static_cast<int8_t>(words[k / 4] >> (8 * (k % 4)));
+  const auto [x, levels] = int8_activations(rows, in, 11);
   test::check_product(matvec_int8(x, test::words_of(w.bytes), type, out, in).to_vector<float>(),
                       levels, w, rows, out, in, 2e-6, 1e-6);
 }
@@ -59,13 +67,7 @@ TEST_CASE("matvec_int8: rows that each take their own expert") {
   for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::IQ4_XS}) {
     CAPTURE(format_of(type).name);
     const test::QuantMatrix all = test::random_quant_matrix(type, experts * out, in, 17);
-    std::mt19937 rng(19);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> xs(static_cast<size_t>(rows * in));
-    for (float& v : xs) v = normal(rng);
-    Int8Rows x = quantize_rows_int8(Tensor::from_vector(xs, {rows, in}));
-    const std::vector<int32_t> words = x.words.to_vector<int32_t>();
-    const std::vector<float> scales = x.scale.contiguous().to_vector<float>();
+    const auto [x, values] = int8_activations(rows, in, 19);
     const std::vector<float> got = matvec_int8(x, test::words_of(all.bytes), type, out, in,
                                                Tensor::from_vector(ids, {rows}), experts)
                                        .to_vector<float>();
@@ -74,14 +76,10 @@ TEST_CASE("matvec_int8: rows that each take their own expert") {
       test::QuantMatrix expert;
       expert.values.assign(all.values.begin() + ids[r] * out * in,
                            all.values.begin() + (ids[r] + 1) * out * in);
-      std::vector<double> levels(static_cast<size_t>(in));
-      for (int64_t k = 0; k < in; ++k) {
-        const int64_t e = r * in + k;
-        levels[k] =
-            double(scales[e / kInt8Block]) * static_cast<int8_t>(words[e / 4] >> (8 * (e % 4)));
-      }
-      test::check_product(std::vector<float>(got.begin() + r * out, got.begin() + (r + 1) * out),
-                          levels, expert, 1, out, in, 2e-6, 1e-6);
+      test::check_product(
+          std::vector<float>(got.begin() + r * out, got.begin() + (r + 1) * out),
+          std::vector<double>(values.begin() + r * in, values.begin() + (r + 1) * in), expert, 1,
+          out, in, 2e-6, 1e-6);
     }
   }
 }
