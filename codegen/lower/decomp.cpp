@@ -167,9 +167,10 @@ const PatternMatcher& pm_decomp() {
          if (is_bf16(to)) return f32_to_bf16(x.cast(dtypes::float32));
          // half <-> anything but float32 goes through float32 (no libcalls needed)
          const CodegenTarget& tg = m.ctx<const CodegenTarget>();
-         if (!tg.native_half && (is_half(x.dtype()) || is_half(to)) &&
-             x.dtype() != dtypes::float32 && to != dtypes::float32)
-           return x.cast(dtypes::float32).cast(to);
+         const DType f32 = dtypes::float32.vec(to.count);
+         if (!tg.native_half && (is_half(x.dtype()) || is_half(to)) && x.dtype() != f32 &&
+             to != f32)
+           return x.cast(f32).cast(to);
          return std::nullopt;
        }},
       // half/bfloat16 arithmetic without native support -> float32, then back
@@ -180,9 +181,10 @@ const PatternMatcher& pm_decomp() {
          // WHERE is a select: it needs no arithmetic
          if (!alu_not_cast(u.op()) || u.op() == Op::WHERE) return std::nullopt;
          if (!needs_f32(u.src(0).dtype(), tg)) return std::nullopt;
+         const DType f32 = dtypes::float32.vec(u.dtype().count);  // packed halves: per element
          std::vector<UOp> src;
-         for (const UOp& s : u.src()) src.push_back(s.cast(dtypes::float32));
-         DType out = is_comparison(u.op()) ? u.dtype() : dtypes::float32;
+         for (const UOp& s : u.src()) src.push_back(s.cast(f32));
+         DType out = is_comparison(u.op()) ? u.dtype() : f32;
          UOp r = UOp::make(u.op(), out, std::move(src), u.arg());
          return r.cast(u.dtype());
        }},

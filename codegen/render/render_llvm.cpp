@@ -85,7 +85,13 @@ class Renderer : public RenderContext {
     auto it = vec_.find(u);
     return it != vec_.end() && it->second;
   }
+  // `t` on the vector axis (v) or not; an explicitly vector-typed t (a WMMA fragment, a packed
+  // pair of halves) is its own LLVM vector and never on the axis.
   std::string vt(DType t, bool v) const {
+    if (t.count > 1) {
+      if (v) internal_error("render_llvm: a {}-element value on the vector axis", t.count);
+      return vector_type(t);
+    }
     return v ? fmt::format("<{} x {}>", lanes_, ltype(t.base())) : ltype(t.base());
   }
   std::string vmt(DType t, bool v) const {
@@ -195,11 +201,9 @@ class Renderer : public RenderContext {
         return horizontal_reduce(u);
       case Op::BITCAST: {
         const bool v = vec_[u] = is_vec(u.src(0));
-        // an explicitly vector-typed source: 4 loaded bytes as one DOT4 word
-        auto ty = [&](DType t) { return t.count > 1 ? vector_type(t) : vt(t, v); };
         names_[u] = fresh();
-        emit("{} = bitcast {} {} to {}", names_[u], ty(u.src(0).dtype()), name(u.src(0)),
-             ty(u.dtype()));
+        emit("{} = bitcast {} {} to {}", names_[u], vt(u.src(0).dtype(), v), name(u.src(0)),
+             vt(u.dtype(), v));
         return;
       }
       default:

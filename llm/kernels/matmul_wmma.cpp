@@ -18,21 +18,34 @@ constexpr int64_t kLanes = 32, kWaves = 16, kTile = 16, kRowTiles = kWmmaRows / 
 constexpr int64_t kFeatureTiles = 1;
 
 // A piece's 16 levels as the f16 values scale * level - min: a B fragment (zeros where `valid`
-// is false, if given).
+// is false, if given), built in pairs of halves. OR-ing a level byte into the low half of 0x6400
+// (1024.0, whose ulp is 1) makes the half 1024 + level: one AND-OR per word makes bytes 0 and 2
+// such a pair, a shift and one more bytes 1 and 3; then a packed subtract (exact) and a packed
+// fma (one rounding) per pair. Signed levels are flipped to level + 128 first. So the fragment
+// holds each 4 elements in the order 0, 2, 1, 3: x's columns are stored in that order too
+// (tiled_halves).
 UOp dequantized(const UnitPiece& p, bool signed_levels, const UOp& valid) {
-  std::vector<UOp> v;
-  for (const UOp& word : p.levels)
-    for (int i = 0; i < 4; ++i) {
-      UOp byte =
-          word.alu(Op::SHR, word.const_int_like(8 * i)).alu(Op::AND, word.const_int_like(255));
-      UOp level = signed_levels ? byte.cast(dtypes::uint8).cast(dtypes::int8).cast(dtypes::float32)
-                                : byte.cast(dtypes::float32);
-      UOp value = p.scale * level;
-      if (p.min) value = value - p.min;
-      if (valid) value = valid.where(value, UOp::cnst(dtypes::float32, 0.0));
-      v.push_back(value.cast(dtypes::float16));
+  const auto pair = [](const UOp& v) {
+    const UOp h = v.cast(dtypes::float16);
+    return KernelBuilder::vectorize({h, h});
+  };
+  const UOp scale = pair(p.scale), min = p.min ? pair(p.min) : UOp();
+  const UOp base = pair(UOp::cnst(dtypes::float32, signed_levels ? 1152.0 : 1024.0));
+  const auto u32 = [](uint32_t c) { return UOp::cnst(dtypes::uint32, c); };
+  std::vector<UOp> words;
+  for (const UOp& level_word : p.levels) {
+    UOp w = level_word.cast(dtypes::uint32);
+    if (signed_levels) w = w.alu(Op::XOR, u32(0x80808080u));
+    for (const UOp& bytes : {w, w.alu(Op::SHR, u32(8))}) {
+      const UOp magic = bytes.alu(Op::AND, u32(0x00FF00FFu)).alu(Op::OR, u32(0x64006400u));
+      UOp value = (UOp::make(Op::BITCAST, dtypes::float16.vec(2), {magic}) - base) * scale;
+      if (min) value = value - min;
+      UOp packed = UOp::make(Op::BITCAST, dtypes::uint32, {value});
+      if (valid) packed = valid.where(packed, u32(0));
+      words.push_back(packed);
     }
-  return KernelBuilder::vectorize(v);
+  }
+  return UOp::make(Op::BITCAST, dtypes::float16.vec(kTile), {KernelBuilder::vectorize(words)});
 }
 
 UOp build(const UnitFormat& f, int64_t out, int64_t in, const std::string& name) {
@@ -126,9 +139,15 @@ UOp matmul_wmma_kernel(GgmlType type, int64_t out, int64_t in) {
 namespace {
 
 // x (32, in) as f16 in the kernel's layout: words of 2 halves, [column / 16][column % 16 / 8]
-// [row][4 words], so that the 16 lanes loading an A fragment's half read 256 consecutive bytes.
+// [row][4 words] (columns reordered as dequantized() orders the weights), so that the 16 lanes
+// loading an A fragment's half read 256 consecutive bytes.
 Tensor tiled_halves(const Tensor& xh, int64_t in) {
-  Tensor h = xh.bitcast(dtypes::uint16).cast(dtypes::uint32).reshape({kWmmaRows, in / 2, 2});
+  // Each 4 columns in the order 0, 2, 1, 3, as the B fragments hold the weights (dequantized).
+  const Tensor ordered = xh.reshape({kWmmaRows, in / 4, 2, 2}).permute({0, 1, 3, 2});
+  Tensor h = ordered.reshape({kWmmaRows, in})
+                 .bitcast(dtypes::uint16)
+                 .cast(dtypes::uint32)
+                 .reshape({kWmmaRows, in / 2, 2});
   Tensor words = h.shrink({{0, kWmmaRows}, {0, in / 2}, {0, 1}}) +
                  h.shrink({{0, kWmmaRows}, {0, in / 2}, {1, 2}}) * 65536;
   return words.reshape({kWmmaRows, in / kTile, 2, 4}).permute({1, 2, 0, 3}).contiguous();
