@@ -38,11 +38,12 @@ struct LinearShape {
   int count;  // per layer
 };
 
-// Qwen3-8B's layer: q and o 4096x4096, k and v 1024x4096, gate and up 12288x4096, down
-// 4096x12288. Qwen3.6-27B's full-attention layer (the dominant FFN shapes).
-const LinearShape kShapes[] = {{"8b q/o", 4096, 4096, 2},       {"8b k/v", 1024, 4096, 2},
-                               {"8b gate/up", 12288, 4096, 2},  {"8b down", 4096, 12288, 1},
-                               {"27b gate/up", 17408, 5120, 2}, {"27b down", 5120, 17408, 1}};
+// Qwen3-8B's layer as the model runs it (llm/kernels/linear.h's LinearGroup: q, k and v one
+// matrix, gate and up one): qkv 6144x4096 (q 4096, k and v 1024 each), o 4096x4096, gate+up
+// 24576x4096, down 4096x12288. Qwen3.6-27B's full-attention layer's FFN (the dominant shapes).
+const LinearShape kShapes[] = {{"8b qkv", 6144, 4096, 1},       {"8b o", 4096, 4096, 1},
+                               {"8b gate+up", 24576, 4096, 1},  {"8b down", 4096, 12288, 1},
+                               {"27b gate+up", 34816, 5120, 1}, {"27b down", 5120, 17408, 1}};
 
 // f16 WMMA peak of the card the cost model describes: 96 CUs x 2 SIMDs x 4096 MACs per 32
 // cycles x 2 flops x 2.5 GHz (docs/rdna3.md).

@@ -47,6 +47,19 @@ bool gpu_int8(const DeviceFeatures& f, GgmlType type, int64_t out, int64_t in) {
          matvec_int8_supports(type, out, in);
 }
 
+// The GPU int8 kernels' Linear over a matrix's bytes: the device holds them once, as words,
+// which the generic path reads too.
+Linear gpu_linear(std::span<const std::byte> bytes, GgmlType type, int64_t out, int64_t in,
+                  const std::string& device, const std::shared_ptr<const void>& owner) {
+  Linear l;
+  l.type = type;
+  l.kernel = Linear::Kernel::GpuInt8;
+  l.words = Tensor::from_host_memory(bytes, {static_cast<int64_t>(bytes.size()) / 4},
+                                     dtypes::uint32, device, owner);
+  l.weight = dequantize_lazy(bytes_of(l.words), type, {out, in});
+  return l;
+}
+
 }  // namespace
 
 ExpertLinears load_experts(const GgufTensor& t, const std::string& device,
@@ -83,17 +96,14 @@ Linear load_linear(const GgufTensor& t, const std::string& device,
   Linear l;
   l.weight = load_weight(t, device, owner);
   l.type = t.type;
-  const int64_t n = static_cast<int64_t>(t.data.size());
   const DeviceFeatures f = device_features(l.weight.device());
   if (knob_int(Knob::LLM_KERNELS) == 0 || t.dims.size() != 2 || !f.int8_dot) return l;
   const auto in = static_cast<int64_t>(t.dims[0]), out = static_cast<int64_t>(t.dims[1]);
   if (gpu_int8(f, t.type, out, in)) {
-    l.kernel = Linear::Kernel::GpuInt8;
-    l.words =
-        Tensor::from_host_memory(std::as_bytes(t.data), {n / 4}, dtypes::uint32, device, owner);
-    l.weight = dequantize_lazy(bytes_of(l.words), t.type, {out, in});
+    l = gpu_linear(std::as_bytes(t.data), t.type, out, in, device, owner);
   } else if (t.type == GgmlType::Q4_K && !f.is_gpu &&
              reinterpret_cast<uintptr_t>(t.data.data()) % 4 == 0) {
+    const int64_t n = static_cast<int64_t>(t.data.size());
     l.kernel = Linear::Kernel::CpuDot4;
     l.blocks = Tensor::from_host_memory(std::as_bytes(t.data), {n}, dtypes::uint8, device, owner);
     l.words =
@@ -113,6 +123,67 @@ Tensor Linear::operator()(const Tensor& x) const {
   if (type != GgmlType::Q4_K) return x.linear(weight);
   // Materialized: fused into the matmul, the rounding would cost it its tiling.
   return round_rows_int8(x).contiguous().linear(weight);
+}
+
+LinearGroup load_linears(std::span<const GgufTensor* const> ts, const std::string& device,
+                         const std::shared_ptr<const void>& owner) {
+  LinearGroup g;
+  if (ts.empty()) return g;
+  // The device by its resolved name ("" is the default device).
+  const DeviceFeatures f = device_features(Tensor::empty({0}, dtypes::uint8, device).device());
+  // Members the GPU int8 kernels take, by type and by whether the prefill kernel takes them too
+  // (so that no member changes kernels by being fused): each such set becomes one matrix.
+  auto kernels = [&](const GgufTensor& t) {
+    const auto in = static_cast<int64_t>(t.dims[0]), out = static_cast<int64_t>(t.dims[1]);
+    return t.dims.size() != 2 || !gpu_int8(f, t.type, out, in)
+               ? -1
+               : int(matmul_wmma_supports(t.type, out, in));
+  };
+  std::vector<std::vector<size_t>> fused;
+  std::vector<bool> taken(ts.size());
+  for (size_t i = 0; i < ts.size(); ++i) {
+    const GgufTensor& t = *ts[i];
+    if (taken[i] || kernels(t) < 0) continue;
+    std::vector<size_t> same{i};
+    for (size_t j = i + 1; j < ts.size(); ++j)
+      if (ts[j]->type == t.type && ts[j]->dims[0] == t.dims[0] && kernels(*ts[j]) == kernels(t))
+        same.push_back(j);
+    if (same.size() < 2) continue;
+    for (size_t j : same) taken[j] = true;
+    fused.push_back(same);
+  }
+  g.parts.resize(ts.size());
+  for (const std::vector<size_t>& members : fused) {
+    auto bytes = std::make_shared<std::vector<std::byte>>();
+    int64_t out = 0;
+    for (size_t j : members) {
+      const auto data = std::as_bytes(ts[j]->data);
+      bytes->insert(bytes->end(), data.begin(), data.end());
+      const auto rows = static_cast<int64_t>(ts[j]->dims[1]);
+      g.parts[j] = {g.linears.size(), out, rows};
+      out += rows;
+    }
+    const GgufTensor& first = *ts[members[0]];
+    g.linears.push_back(
+        gpu_linear(*bytes, first.type, out, static_cast<int64_t>(first.dims[0]), device, bytes));
+  }
+  for (size_t i = 0; i < ts.size(); ++i)
+    if (!taken[i]) {
+      g.parts[i] = {g.linears.size(), 0, static_cast<int64_t>(ts[i]->dims[1])};
+      g.linears.push_back(load_linear(*ts[i], device, owner));
+    }
+  return g;
+}
+
+std::vector<Tensor> LinearGroup::operator()(const Tensor& x) const {
+  std::vector<Tensor> products;
+  for (const Linear& l : linears) products.push_back(l(x).contiguous());
+  std::vector<Tensor> out;
+  for (const Part& p : parts) {
+    const Tensor& y = products[p.linear];
+    out.push_back(p.out == y.size(1) ? y : y.shrink({{0, y.size(0)}, {p.first, p.first + p.out}}));
+  }
+  return out;
 }
 
 }  // namespace ugrad::llm

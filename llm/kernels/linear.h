@@ -3,7 +3,9 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "llm/gguf/gguf.h"
 #include "tensor/tensor.h"
@@ -57,5 +59,25 @@ ExpertLinears load_experts(const GgufTensor& t, const std::string& device,
 /// The matrix `t` as a Linear (load_weight's arguments).
 Linear load_linear(const GgufTensor& t, const std::string& device,
                    const std::shared_ptr<const void>& owner = nullptr);
+
+/// Linears that read one input (q, k and v; gate and up): `(x)` is each member's product, in
+/// order, materialized. Where the GPU int8 kernels take them, the members of one type are one
+/// matrix (their rows one after another, copied onto the device once), so one launch reads them
+/// all: a decode step's small matrices (k and v) alone would not fill the card, and each
+/// launch costs its overhead. Each product is then a view of the fused one's columns, equal to
+/// the member's own bit for bit (every output row is computed alone). Elsewhere (the CPU: the
+/// file's mapping stays the weights, uncopied) each member is its own Linear.
+struct LinearGroup {
+  struct Part {
+    size_t linear;       // index into linears
+    int64_t first, out;  // its columns of that linear's product
+  };
+  std::vector<Linear> linears;  // the fused matrices and the members that stand alone
+  std::vector<Part> parts;      // one per member
+  std::vector<Tensor> operator()(const Tensor& x) const;
+};
+/// The matrices `ts` (each as load_linear takes it, all with the same in_features) as a group.
+LinearGroup load_linears(std::span<const GgufTensor* const> ts, const std::string& device,
+                         const std::shared_ptr<const void>& owner = nullptr);
 
 }  // namespace ugrad::llm

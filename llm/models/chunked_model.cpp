@@ -25,9 +25,13 @@ Linear ChunkedModel::load_linear(const GgufTensor* t) const {
   return llm::load_linear(*t, device_, owner_);
 }
 
+LinearGroup ChunkedModel::load_linears(std::initializer_list<const GgufTensor*> ts) const {
+  return llm::load_linears(ts, device_, owner_);
+}
+
 FeedForward ChunkedModel::load_ffn(const LayerWeights& lw) const {
-  if (config_.moe) return {{}, {}, {}, load_moe(lw, config_, device_, owner_)};
-  return {load_linear(lw.ffn_gate), load_linear(lw.ffn_up), load_linear(lw.ffn_down), std::nullopt};
+  if (config_.moe) return {{}, {}, load_moe(lw, config_, device_, owner_)};
+  return {load_linears({lw.ffn_gate, lw.ffn_up}), load_linear(lw.ffn_down), std::nullopt};
 }
 
 Tensor ChunkedModel::forward(std::span<const int32_t> tokens, int64_t start_pos) {

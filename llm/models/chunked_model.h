@@ -5,6 +5,7 @@
 // model supplies its layers.
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <span>
@@ -37,6 +38,8 @@ class ChunkedModel : public LanguageModel {
   /// A weight of this file on the model's device (load_weight; the mapping stays alive).
   Tensor load(const GgufTensor* t) const;
   Linear load_linear(const GgufTensor* t) const;
+  /// Linears that read one input, as a group (llm/kernels/linear.h).
+  LinearGroup load_linears(std::initializer_list<const GgufTensor*> ts) const;
   /// The FFN of a layer: the MoE FFN when the config has experts, else dense SwiGLU.
   FeedForward load_ffn(const LayerWeights& lw) const;
   /// The layers over a chunk of embedded tokens x (rows, dim): the hidden states (rows, dim).

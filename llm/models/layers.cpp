@@ -43,11 +43,12 @@ std::pair<Tensor, Tensor> rope_tables(int64_t start_pos, int64_t rows, int64_t n
           Tensor::from_vector(sin_t, {rows, 1, half}, dtypes::float32, device)};
 }
 
-Tensor swiglu(const Tensor& h, const Linear& gate, const Linear& up, const Linear& down) {
-  // Each projection is its own plain matmul kernel (with the matmul optimizations), and so is
-  // their product (fused into the down projection, SiLU would be recomputed per output column).
-  Tensor g = gate(h).contiguous(), u = up(h).contiguous();
-  return down((g.silu() * u).contiguous());
+Tensor swiglu(const Tensor& h, const LinearGroup& gate_up, const Linear& down) {
+  // The projections are materialized (each a plain matmul kernel with the matmul optimizations,
+  // or one fused kernel), and so is their product (fused into the down projection, SiLU would
+  // be recomputed per output column).
+  const std::vector<Tensor> gu = gate_up(h);
+  return down((gu[0].silu() * gu[1]).contiguous());
 }
 
 // Rows past max_context - 1 take the padding of a chunk that starts near the end.

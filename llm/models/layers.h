@@ -34,16 +34,17 @@ Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin);
 std::pair<Tensor, Tensor> rope_tables(int64_t start_pos, int64_t rows, int64_t n_rot, float theta,
                                       const std::string& device);
 
-/// down(silu(gate(h)) * up(h)).
-Tensor swiglu(const Tensor& h, const Linear& gate, const Linear& up, const Linear& down);
+/// down(silu(gate(h)) * up(h)), gate and up a group of two.
+Tensor swiglu(const Tensor& h, const LinearGroup& gate_up, const Linear& down);
 
 /// A layer's FFN: dense SwiGLU, or the MoE FFN (qwen3moe, qwen35moe).
 struct FeedForward {
-  Linear gate, up, down;
+  LinearGroup gate_up;
+  Linear down;
   std::optional<MoeWeights> moe;
   /// (rows, dim) -> (rows, dim).
   Tensor operator()(const Tensor& h) const {
-    return moe ? moe_ffn(*moe, h) : swiglu(h, gate, up, down);
+    return moe ? moe_ffn(*moe, h) : swiglu(h, gate_up, down);
   }
 };
 

@@ -20,8 +20,10 @@ MoeWeights load_moe(const LayerWeights& lw, const ModelConfig& config, const std
   w.down_exps = experts(lw.ffn_down_exps);
   w.n_used = config.moe->n_experts_used;
   auto linear = [&](const GgufTensor* t) { return t ? load_linear(*t, device, owner) : Linear{}; };
-  w.shared_gate = linear(lw.ffn_gate_shexp);
-  w.shared_up = linear(lw.ffn_up_shexp);
+  if (lw.ffn_gate_shexp && lw.ffn_up_shexp) {
+    const GgufTensor* gate_up[] = {lw.ffn_gate_shexp, lw.ffn_up_shexp};
+    w.shared_gate_up = load_linears(gate_up, device, owner);
+  }
   w.shared_down = linear(lw.ffn_down_shexp);
   w.shared_gate_inp = load(lw.ffn_gate_inp_shexp);
   return w;
@@ -60,8 +62,8 @@ Tensor moe_ffn(const MoeWeights& w, const Tensor& h) {
   // (rows, k, F) -> (rows, k, dim), weighted and summed over the slots.
   Tensor out = w.down_exps(gate.silu() * up, ids);
   Tensor y = (out * weights.reshape({rows, k, 1})).sum({1});
-  if (w.shared_gate.weight.defined()) {
-    Tensor shared = swiglu(h, w.shared_gate, w.shared_up, w.shared_down);
+  if (!w.shared_gate_up.linears.empty()) {
+    Tensor shared = swiglu(h, w.shared_gate_up, w.shared_down);
     Tensor g = h.linear(w.shared_gate_inp.reshape({1, dim})).sigmoid();  // (rows, 1)
     y = y + g * shared;
   }

@@ -24,7 +24,7 @@ struct MoeWeights {
   ExpertLinears gate_exps, up_exps;  // (E, F, dim)  ffn_gate_exps, ffn_up_exps
   ExpertLinears down_exps;           // (E, dim, F)  ffn_down_exps
   int64_t n_used = 0;                // k: experts per token
-  Linear shared_gate, shared_up;     // (S, dim); empty when absent (qwen3moe)
+  LinearGroup shared_gate_up;        // (S, dim) each; empty when absent (qwen3moe)
   Linear shared_down;                // (dim, S)
   Tensor shared_gate_inp;            // (dim,) the shared expert's sigmoid gate
 };

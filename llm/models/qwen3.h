@@ -21,7 +21,8 @@ class Qwen3Model : public ChunkedModel {
  private:
   struct Layer {
     Tensor attn_norm;
-    Linear wq, wk, wv, wo;
+    LinearGroup qkv;
+    Linear wo;
     Tensor q_norm, k_norm, ffn_norm;
     FeedForward ffn;
     KvCache cache;

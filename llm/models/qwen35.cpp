@@ -39,13 +39,10 @@ Qwen35Model::Qwen35Model(const GgufFile& file, int64_t max_context, const std::s
     if (config_.is_recurrent(i)) {
       const int64_t taps = hc.conv_kernel, hv = hc.n_value_heads;
       DeltaNet& d = l.gdn.emplace();
-      d.w_qkv = load_linear(lw.attn_qkv);
-      d.w_z = load_linear(lw.attn_gate);
+      d.in = load_linears({lw.attn_qkv, lw.attn_gate, lw.ssm_beta, lw.ssm_alpha});
       d.conv = load(lw.ssm_conv1d);
       d.dt_bias = load(lw.ssm_dt);
       d.a = load(lw.ssm_a);
-      d.w_beta = load_linear(lw.ssm_beta);
-      d.w_alpha = load_linear(lw.ssm_alpha);
       d.norm = load(lw.ssm_norm);
       d.w_out = load_linear(lw.ssm_out);
       d.conv_state =
@@ -55,12 +52,8 @@ Qwen35Model::Qwen35Model(const GgufFile& file, int64_t max_context, const std::s
       Tensor states[] = {d.conv_state, d.state};
       Tensor::realize_all(states);
     } else {
-      l.attn = Attention{load_linear(lw.attn_q),
-                         load_linear(lw.attn_k),
-                         load_linear(lw.attn_v),
-                         load_linear(lw.attn_output),
-                         load(lw.attn_q_norm),
-                         load(lw.attn_k_norm),
+      l.attn = Attention{load_linears({lw.attn_q, lw.attn_k, lw.attn_v}),
+                         load_linear(lw.attn_output), load(lw.attn_q_norm), load(lw.attn_k_norm),
                          KvCache(max_context, config_.n_kv_heads, config_.head_dim, device_)};
     }
     layers_.push_back(std::move(l));
@@ -107,12 +100,14 @@ Tensor Qwen35Model::attention(Attention& l, const Tensor& h, const Tensor& cos, 
                               const Chunk& chunk) {
   const int64_t n = chunk.rows, heads = config_.n_heads, kv_heads = config_.n_kv_heads,
                 hd = config_.head_dim;
-  // The projections are materialized: the norm's reduce, the rotation and the gate read them.
-  Tensor qg = l.wq(h).contiguous().reshape({n, heads, 2 * hd});
+  // The projections are materialized (the group's): the norm's reduce, the rotation and the gate
+  // read them.
+  const std::vector<Tensor> qkv = l.qkv(h);
+  Tensor qg = qkv[0].reshape({n, heads, 2 * hd});
   Tensor q = rms_norm(qg.shrink({{0, n}, {0, heads}, {0, hd}}), l.q_norm, config_.rms_eps);
   Tensor gate = qg.shrink({{0, n}, {0, heads}, {hd, 2 * hd}}).reshape({n, heads * hd});
-  Tensor k = rms_norm(l.wk(h).contiguous().reshape({n, kv_heads, hd}), l.k_norm, config_.rms_eps);
-  Tensor v = l.wv(h).contiguous().reshape({n, kv_heads, hd});
+  Tensor k = rms_norm(qkv[1].reshape({n, kv_heads, hd}), l.k_norm, config_.rms_eps);
+  Tensor v = qkv[2].reshape({n, kv_heads, hd});
   Tensor out = l.cache.attend(rope(q, cos, sin), rope(k, cos, sin), v, chunk);
   // Materialized: fused into the projection the gate would be recomputed once per output column.
   return l.wo((out * gate.sigmoid()).contiguous());
@@ -127,8 +122,10 @@ Tensor Qwen35Model::delta_net(DeltaNet& l, const Tensor& h, const Chunk& chunk) 
                 dv = hc.value_head_dim();
   const float eps = config_.rms_eps;
   // The conv window: the previous taps-1 inputs, then this chunk's rows.
-  // The projection is materialized first: fused into the concatenation its kernel is ~3x slower.
-  Tensor window = cat({l.conv_state, l.w_qkv(h).contiguous()}, 0);
+  // The projections are materialized (the group's): fused into the concatenation the conv
+  // input's kernel is ~3x slower.
+  const std::vector<Tensor> in = l.in(h);
+  Tensor window = cat({l.conv_state, in[0]}, 0);
   window.realize();
   // The next conv state: the last taps-1 real inputs (padded rows come after them).
   const UOp& len = chunk.len;
@@ -151,8 +148,8 @@ Tensor Qwen35Model::delta_net(DeltaNet& l, const Tensor& h, const Chunk& chunk) 
                  .repeat({1, tiles, 1});
   Tensor k = l2_norm(heads(kd, hk, dk), eps).repeat({1, tiles, 1});
   Tensor v = heads(2 * kd, hv, dv);
-  Tensor beta = l.w_beta(h).sigmoid();                          // (n, H_v)
-  Tensor log_decay = softplus(l.w_alpha(h) + l.dt_bias) * l.a;  // ssm_a < 0
+  Tensor beta = in[2].sigmoid();                         // (n, H_v)
+  Tensor log_decay = softplus(in[3] + l.dt_bias) * l.a;  // ssm_a < 0
   if (n > 1) {
     Tensor real = Tensor::arange(n, dtypes::int32, device_)
                       .lt(Tensor::from_dim(len, device_))
@@ -161,7 +158,7 @@ Tensor Qwen35Model::delta_net(DeltaNet& l, const Tensor& h, const Chunk& chunk) 
     log_decay = real.where(log_decay, 0.0);
   }
   Tensor y = gated_delta_rule(l.state, q, k, v, beta, log_decay);  // (n, H_v, d_v)
-  Tensor z = l.w_z(h).contiguous().reshape({n, hv, dv});
+  Tensor z = in[1].reshape({n, hv, dv});
   // Materialized: fused into the projection SiLU(z) would be recomputed once per output column.
   Tensor gated = (rms_norm(y, l.norm, eps) * z.silu()).reshape({n, hv * dv}).contiguous();
   return l.w_out(gated);

@@ -42,14 +42,14 @@ class Qwen35Model : public ChunkedModel {
 
  private:
   struct Attention {
-    Linear wq, wk, wv, wo;
+    LinearGroup qkv;  // q is [q_h | gate_h] per head
+    Linear wo;
     Tensor q_norm, k_norm;
     KvCache cache;
   };
   struct DeltaNet {
-    Linear w_qkv, w_z;
+    LinearGroup in;  // the conv's input (qkv), z, beta, alpha
     Tensor conv, dt_bias, a;
-    Linear w_beta, w_alpha;
     Tensor norm;
     Linear w_out;
     Tensor conv_state, state;  // realized, read and assigned by every forward call

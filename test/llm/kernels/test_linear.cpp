@@ -17,23 +17,23 @@ using namespace ugrad::llm;
 
 namespace {
 
-// A (rows, 256) Q4_K matrix of random weights, as a GGUF tensor over `bytes`.
-GgufTensor q4_k_matrix(std::vector<uint8_t>& bytes, uint64_t rows) {
+// A (rows, 256) matrix of random weights in `type`, as a GGUF tensor over `bytes`.
+GgufTensor matrix(std::vector<uint8_t>& bytes, uint64_t rows, GgmlType type = GgmlType::Q4_K,
+                  unsigned seed = 5) {
   const uint64_t in = 256;
-  std::mt19937 rng(5);
+  std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 0.1f);
   std::vector<float> row(in);
-  bytes.assign(row_bytes(GgmlType::Q4_K, in) * rows, 0);
+  const uint64_t size = row_bytes(type, in);
+  bytes.assign(size * rows, 0);
   for (uint64_t r = 0; r < rows; ++r) {
     for (float& v : row) v = normal(rng);
-    quantize(GgmlType::Q4_K, row,
-             std::span<uint8_t>(bytes).subspan(r * row_bytes(GgmlType::Q4_K, in),
-                                               row_bytes(GgmlType::Q4_K, in)));
+    quantize(type, row, std::span<uint8_t>(bytes).subspan(r * size, size));
   }
   GgufTensor t;
   t.name = "w";
   t.dims = {in, rows};
-  t.type = GgmlType::Q4_K;
+  t.type = type;
   t.nbytes = bytes.size();
   t.data = bytes;
   return t;
@@ -43,7 +43,7 @@ GgufTensor q4_k_matrix(std::vector<uint8_t>& bytes, uint64_t rows) {
 
 TEST_CASE("linear: the int8 DOT4 Q4_K path where the device has int8 dot products, unless off") {
   std::vector<uint8_t> bytes;
-  GgufTensor t = q4_k_matrix(bytes, 64);
+  GgufTensor t = matrix(bytes, 64);
   const bool int8_dot = device_features("CPU").int8_dot;
   Linear specific = load_linear(t, "CPU");
   CHECK(specific.words.defined() == int8_dot);
@@ -62,7 +62,7 @@ TEST_CASE("linear: the int8 DOT4 Q4_K path where the device has int8 dot product
 
 TEST_CASE("linear: a GPU with int8 dot products takes the int8 decode kernel, unless off") {
   std::vector<uint8_t> bytes;
-  GgufTensor t = q4_k_matrix(bytes, 64);
+  GgufTensor t = matrix(bytes, 64);
   Linear on = load_linear(t, "NULL:gfx1100");
   CHECK(on.kernel == Linear::Kernel::GpuInt8);
   CHECK(on.words.dtype() == dtypes::uint32);
@@ -75,7 +75,7 @@ TEST_CASE("linear: 1, 8 and 9 rows on the default device agree with the dequanti
   // 1 and 8 rows take the decode kernel where the device has one, 9 the generic path (on a GPU
   // over the weight's words): each within int8 rounding of x times the reference weight.
   std::vector<uint8_t> bytes;
-  GgufTensor t = q4_k_matrix(bytes, 64);
+  GgufTensor t = matrix(bytes, 64);
   std::vector<float> w(64 * 256);
   dequantize(GgmlType::Q4_K, bytes, w);
   Linear l = load_linear(t, knob_str(Knob::DEV));
@@ -94,5 +94,45 @@ TEST_CASE("linear: 1, 8 and 9 rows on the default device agree with the dequanti
         }
         CHECK(std::fabs(got[r * 64 + o] - want) < 1e-2 * mag);  // int8 levels: 1/254 per value
       }
+  }
+}
+
+TEST_CASE("linear: a group's members of one type are one matrix on a GPU, each product its own") {
+  // Three matrices of one type, one of another, and one of the first type that the prefill
+  // kernel does not take (8 rows, not a multiple of its 16-row tiles): on a GPU with the int8
+  // kernels the three are one launch's matrix, the others stand alone (a member never changes
+  // kernels by being fused); elsewhere each is its own Linear. Either way each product equals
+  // the member's own Linear bit for bit (decode rows, a few rows, and the prefill chunk).
+  std::vector<uint8_t> b0, b1, b2, b3, b4;
+  const GgufTensor ts[] = {matrix(b0, 64), matrix(b1, 16, GgmlType::Q4_K, 6),
+                           matrix(b2, 32, GgmlType::Q8_0, 7), matrix(b3, 32, GgmlType::Q4_K, 8),
+                           matrix(b4, 8, GgmlType::Q4_K, 9)};
+  const GgufTensor* members[] = {&ts[0], &ts[1], &ts[2], &ts[3], &ts[4]};
+  LinearGroup on_gpu = load_linears(members, "NULL:gfx1100");
+  REQUIRE(on_gpu.linears.size() == 3);
+  CHECK(on_gpu.linears[0].weight.size(0) == 64 + 16 + 32);
+  CHECK(on_gpu.linears[0].words.numel() == int64_t(b0.size() + b1.size() + b3.size()) / 4);
+  CHECK(on_gpu.parts[3].linear == 0);
+  CHECK(on_gpu.parts[3].first == 80);
+  CHECK(on_gpu.parts[2].linear == 1);
+  CHECK(on_gpu.parts[4].linear == 2);
+  {
+    ScopedKnob off(Knob::LLM_KERNELS, "0");
+    CHECK(load_linears(members, "NULL:gfx1100").linears.size() == 5);
+  }
+  CHECK(load_linears(members, "CPU").linears.size() == 5);
+  const std::string device = knob_str(Knob::DEV);
+  LinearGroup group = load_linears(members, device);
+  for (int64_t rows : {1, 7, 32}) {
+    CAPTURE(rows);
+    std::vector<float> xs(static_cast<size_t>(rows * 256));
+    for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::cos(0.29f * float(i)) - 0.2f;
+    Tensor x = Tensor::from_vector(xs, {rows, 256}, dtypes::float32, device);
+    std::vector<Tensor> got = group(x);
+    REQUIRE(got.size() == 5);
+    for (size_t m = 0; m < 5; ++m) {
+      CAPTURE(m);
+      CHECK(got[m].to_vector<float>() == load_linear(ts[m], device)(x).to_vector<float>());
+    }
   }
 }

@@ -163,7 +163,7 @@ TEST_CASE(
       Layer layer(demo(arch, type, 5));
       MoeWeights w = load_moe(layer.lw(), layer.config, "CPU");
       CHECK(w.n_used == kUsed);
-      CHECK(w.shared_gate.weight.defined() == (arch == ModelArch::kQwen35Moe));
+      CHECK(!w.shared_gate_up.linears.empty() == (arch == ModelArch::kQwen35Moe));
       HostMoe host = host_weights(layer.lw(), kUsed);
       for (int64_t rows : {1, 32}) {
         CAPTURE(rows);
@@ -176,7 +176,8 @@ TEST_CASE("moe_ffn without the shared expert, and with k = 1 and k = E") {
   Layer layer(demo(ModelArch::kQwen35Moe, GgmlType::Q8_0, 9));
   MoeWeights w = load_moe(layer.lw(), layer.config, "CPU");
   HostMoe host = host_weights(layer.lw(), kUsed);
-  w.shared_gate = w.shared_up = w.shared_down = Linear{};
+  w.shared_gate_up = LinearGroup{};
+  w.shared_down = Linear{};
   w.shared_gate_inp = Tensor();
   host.shared_gate.clear();
   CHECK(moe_error(w, host, 32, 4) < 1e-4);
