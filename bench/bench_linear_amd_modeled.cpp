@@ -6,9 +6,10 @@
 //   % of 960 GB/s   weight bytes / modeled time / 960 GB/s (launch overhead included)
 //   DRAM use        weight bytes / DRAM bytes (128 B x distinct lines the launch touches: the
 //                   weight, x, y): how much of what comes from memory is weight bytes used
-//   fetch use       weight bytes / (128 B x line requests of all vector loads): how much of
-//                   the lines each load instruction touches are weight bytes (x's loads, and
-//                   a line touched again by the next instruction, count as waste)
+//   fetch use       of the bytes each vector load or store fetches (the 128 B lines it
+//                   touches), the share the kernel uses (any of its accesses reads or writes
+//                   them); "by the load": the share that very instruction's lanes access (a
+//                   line that the next instruction touches again counts as waste there)
 //   % of WMMA peak  (prefill) 2 x 32 x out x in flops / modeled time / 122.9 TFLOP/s
 //   inst/B          wave instructions per weight byte (all classes)
 //   waves/SIMD      occupancy from VGPRs and LDS
@@ -62,16 +63,18 @@ double report_launches(const char* shape, GgmlType type, double bytes, double fl
     if (!std::string(rec.kernel).starts_with(flops > 0 ? "matmul_wmma" : "matvec_int8")) continue;
     const mockgpu::LaunchCounters& c = rec.counters;
     const mockgpu::ModeledTime t = mockgpu::model_launch(c);
-    const double scale = c.scale(), lines = double(c.vmem_line_requests) * scale;
+    const double scale = c.scale(),
+                 fetched = double(c.vmem_line_requests) * double(mockgpu::kLineBytes);
     std::printf("    %-12s %-6s %-11s %8.1f us MODELED  %5.1f%% of 960 GB/s", shape,
                 std::string(format_of(type).name).c_str(), flops > 0 ? "wmma 32" : "int8 1",
                 t.seconds * 1e6, 100.0 * bytes / t.seconds / 960e9);
     if (flops > 0) std::printf("  %5.1f%% of the WMMA peak", 100.0 * flops / t.seconds / kWmmaPeak);
     std::printf(
-        "  DRAM use %5.1f%%  fetch use %5.1f%%  %.3f inst/B  %2d waves/SIMD  %s-bound  (%.2f "
-        "lines/VMEM, DOT4 %.0f, WMMA %.0f, VALU %.0f, VMEM %.0f)\n",
-        100.0 * bytes / t.dram_bytes, 100.0 * bytes / (lines * double(mockgpu::kLineBytes)),
-        double(c.instructions()) * scale / bytes, t.waves_per_simd, t.bound,
+        "  DRAM use %5.1f%%  fetch use %5.1f%% (%4.1f%% by the load)  %.3f inst/B  %2d waves/SIMD  "
+        "%s-bound  (%.2f lines/VMEM, DOT4 %.0f, WMMA %.0f, VALU %.0f, VMEM %.0f)\n",
+        100.0 * bytes / t.dram_bytes, 100.0 * double(c.vmem_used_line_bytes) / fetched,
+        100.0 * double(c.vmem_request_bytes) / fetched, double(c.instructions()) * scale / bytes,
+        t.waves_per_simd, t.bound,
         double(c.vmem_line_requests) / double(c.count(mockgpu::InstClass::VMEM)),
         double(c.count(mockgpu::InstClass::DOT4)) * scale,
         double(c.count(mockgpu::InstClass::WMMA)) * scale,

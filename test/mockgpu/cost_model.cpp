@@ -32,7 +32,7 @@ ModeledTime model_launch(const LaunchCounters& c, const CardModel& card) {
   t.waves_per_simd = waves_per_simd(c, card);
 
   t.dram_bytes = scaled(c.vmem_distinct_lines) * static_cast<double>(kLineBytes);
-  t.useful_bytes = scaled(c.global_bytes_read + c.global_bytes_written);
+  t.useful_bytes = scaled(c.vmem_used_bytes);
   t.memory_s = t.dram_bytes / card.dram_bytes_per_s;
   t.lines_s = scaled(c.vmem_line_requests) /
               (static_cast<double>(cus_used) * card.lines_per_cu_clock * card.clock_hz);

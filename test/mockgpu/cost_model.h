@@ -30,17 +30,18 @@ struct CardModel {
 
 /// A modeled launch: the time, the terms it is the max of, and what decided them.
 struct ModeledTime {
-  double seconds = 0;      // overhead + the largest term
-  double memory_s = 0;     // DRAM bytes (distinct 128 B lines) / bandwidth
-  double lines_s = 0;      // line requests / (CUs in use x lines per clock)
-  double issue_s = 0;      // busiest SIMD pipe (VALU+WMMA+dot4, or scalar) at the SIMDs in use
-  double lds_s = 0;        // LDS bank cycles at the CUs in use
-  double latency_s = 0;    // rounds of resident waves x one wave's round trips and instructions
-  double overhead_s = 0;   // per launch
-  const char* bound = "";  // the largest term: memory, lines, issue, lds, latency
-  double dram_bytes = 0, useful_bytes = 0;  // whole launch (scaled when sampled)
-  double bandwidth_fraction = 0;            // useful bytes / seconds / DRAM bandwidth
-  int waves_per_simd = 0;                   // occupancy
+  double seconds = 0;       // overhead + the largest term
+  double memory_s = 0;      // DRAM bytes (distinct 128 B lines) / bandwidth
+  double lines_s = 0;       // line requests / (CUs in use x lines per clock)
+  double issue_s = 0;       // busiest SIMD pipe (VALU+WMMA+dot4, or scalar) at the SIMDs in use
+  double lds_s = 0;         // LDS bank cycles at the CUs in use
+  double latency_s = 0;     // rounds of resident waves x one wave's round trips and instructions
+  double overhead_s = 0;    // per launch
+  const char* bound = "";   // the largest term: memory, lines, issue, lds, latency
+  double dram_bytes = 0;    // whole launch (scaled when sampled): 128 B x distinct lines
+  double useful_bytes = 0;  // distinct bytes the launch reads or writes (scaled)
+  double bandwidth_fraction = 0;  // useful bytes / seconds / DRAM bandwidth
+  int waves_per_simd = 0;         // occupancy
   int simds_used = 0;
 };
 

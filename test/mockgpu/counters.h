@@ -29,9 +29,13 @@ struct LaunchCounters {
   uint64_t inst[kInstClasses] = {};  // wave instructions by class
   uint64_t global_bytes_read = 0;    // global/flat vector loads and atomics, active lanes
   uint64_t global_bytes_written = 0;
-  uint64_t smem_bytes_read = 0;       // scalar loads (kernarg, uniform data)
-  uint64_t vmem_line_requests = 0;    // sum over global/flat instructions of distinct 128 B lines
-  uint64_t vmem_distinct_lines = 0;   // distinct 128 B lines over the launch (DRAM footprint)
+  uint64_t smem_bytes_read = 0;      // scalar loads (kernarg, uniform data)
+  uint64_t vmem_line_requests = 0;   // sum over global/flat instructions of distinct 128 B lines
+  uint64_t vmem_distinct_lines = 0;  // distinct 128 B lines over the launch (DRAM footprint)
+  // Coalescing, as bytes of the lines requested (128 x vmem_line_requests) that are used:
+  uint64_t vmem_request_bytes = 0;    // by the requesting instruction (its lanes' union)
+  uint64_t vmem_used_line_bytes = 0;  // by the launch (any access to the line)
+  uint64_t vmem_used_bytes = 0;       // distinct bytes global/flat accesses touch
   uint64_t lds_cycles = 0;            // sum over DS instructions of their bank cycles
   uint64_t lds_conflict_cycles = 0;   // of which cycles beyond the conflict-free minimum
   uint64_t round_trips = 0;           // waits on outstanding vector memory loads, all waves

@@ -3,6 +3,7 @@
 // kernarg, float mode) and the operand helpers every semantics file uses.
 #pragma once
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -83,31 +84,59 @@ class MemoryMap {
   std::map<uint64_t, uint64_t> ranges_;
 };
 
-/// Distinct 128-byte lines of a launch: one bit per line in pages of 4096 lines (512 KiB), the
-/// last page used kept at hand (a wave's accesses mostly stay in one page).
+/// The 128-byte lines a launch's global accesses touch: per line, how many instruction requests
+/// touched it and which of its bytes any access read or wrote; in pages of 4096 lines (512 KiB),
+/// the last page used kept at hand (a wave's accesses mostly stay in one page).
 class LineSet {
  public:
-  void insert(uint64_t line) {
-    const uint64_t page = line >> kPageBits;
-    if (!last_ || page != last_page_) {
-      last_ = &pages_[page];
-      last_page_ = page;
-    }
-    uint64_t& word = (*last_)[line >> 6 & (kWords - 1)];
-    const uint64_t bit = uint64_t{1} << (line & 63);
-    count_ += (word & bit) == 0;
-    word |= bit;
+  /// A request for `line` (once per instruction that touches it).
+  void request(uint64_t line) {
+    Line& l = at(line);
+    count_ += l.requests++ == 0;
+  }
+  /// Bytes [first, first + n) of `line` accessed (within the line).
+  void use(uint64_t line, unsigned first, unsigned n) {
+    Line& l = at(line);
+    for (unsigned b = first; b < first + n; ++b) l.used[b / 64] |= uint64_t{1} << (b % 64);
   }
   uint64_t size() const { return count_; }
+  /// Sum over requests of the bytes of their line that the launch uses.
+  uint64_t used_request_bytes() const { return used(true); }
+  /// Distinct bytes the launch accesses.
+  uint64_t used_bytes() const { return used(false); }
 
  private:
+  struct Line {
+    uint64_t used[2] = {};
+    uint64_t requests = 0;
+  };
   static constexpr int kPageBits = 12;
-  static constexpr int kWords = (1 << kPageBits) / 64;
-  std::unordered_map<uint64_t, std::array<uint64_t, kWords>> pages_;
-  std::array<uint64_t, kWords>* last_ = nullptr;
+  using Page = std::array<Line, 1 << kPageBits>;
+  uint64_t used(bool per_request) const;
+  Line& at(uint64_t line) {
+    const uint64_t page = line >> kPageBits;
+    if (!last_ || page != last_page_) {
+      std::unique_ptr<Page>& p = pages_[page];
+      if (!p) p = std::make_unique<Page>();
+      last_ = p.get();
+      last_page_ = page;
+    }
+    return (*last_)[line & ((1 << kPageBits) - 1)];
+  }
+  std::unordered_map<uint64_t, std::unique_ptr<Page>> pages_;
+  Page* last_ = nullptr;
   uint64_t last_page_ = 0;
   uint64_t count_ = 0;
 };
+
+inline uint64_t LineSet::used(bool per_request) const {
+  uint64_t n = 0;
+  for (const auto& [index, page] : pages_)
+    for (const Line& l : *page)
+      n += (per_request ? l.requests : 1) *
+           static_cast<uint64_t>(std::popcount(l.used[0]) + std::popcount(l.used[1]));
+  return n;
+}
 
 /// Everything one kernel launch shares.
 struct Dispatch {

@@ -215,6 +215,8 @@ LaunchCounters launch_kernel(const LaunchParams& p, const MemoryMap& memory,
     c.waves_emulated += wg.waves.size();
   }
   c.vmem_distinct_lines = d.lines.size();
+  c.vmem_used_line_bytes = d.lines.used_request_bytes();
+  c.vmem_used_bytes = d.lines.used_bytes();
   return c;
 }
 

@@ -98,25 +98,42 @@ void access(Wave& w, const Inst& in, const MemSpec& sp, uint8_t* p, int lane, u3
 
 // ---- counters ----
 
-// Global bytes and the 128-byte lines one vector memory instruction touches (each lane's access
-// lies in at most two lines).
+// Global bytes, the 128-byte lines one vector memory instruction touches (each lane's access
+// lies in at most two lines), the bytes its lanes access (their union) and which bytes of each
+// line the launch uses.
 void count_global(Wave& w, const MemSpec& sp, const uint64_t* addrs, u32 exec) {
-  uint64_t lines[2 * kLanes];
-  int n = 0;
+  uint64_t lines[2 * kLanes], starts[kLanes];
+  int n = 0, lanes = 0;
+  LineSet& used = w.dispatch->lines;
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
     const uint64_t first = addrs[l] / kLineBytes, last = (addrs[l] + sp.bytes - 1) / kLineBytes;
+    const auto offset = static_cast<unsigned>(addrs[l] % kLineBytes);
     lines[n++] = first;
-    if (last != first) lines[n++] = last;
+    if (last != first) {
+      lines[n++] = last;
+      used.use(first, offset, static_cast<unsigned>(kLineBytes) - offset);
+      used.use(last, 0, offset + sp.bytes - static_cast<unsigned>(kLineBytes));
+    } else {
+      used.use(first, offset, sp.bytes);
+    }
+    starts[lanes++] = addrs[l];
   }
   if (!std::is_sorted(lines, lines + n)) std::sort(lines, lines + n);  // lanes mostly ascend
   n = static_cast<int>(std::unique(lines, lines + n) - lines);
+  if (!std::is_sorted(starts, starts + lanes)) std::sort(starts, starts + lanes);
+  uint64_t request = 0, end = 0;  // the union of [start, start + bytes) over the lanes
+  for (int i = 0; i < lanes; ++i) {
+    request += starts[i] + sp.bytes - std::max(starts[i], std::min(end, starts[i] + sp.bytes));
+    end = std::max(end, starts[i] + sp.bytes);
+  }
   LaunchCounters& c = w.dispatch->counters;
   const uint64_t bytes = uint64_t{sp.bytes} * static_cast<uint64_t>(std::popcount(exec));
   if (sp.kind != MKind::Store) c.global_bytes_read += bytes;
   if (sp.kind != MKind::Load) c.global_bytes_written += bytes;
   c.vmem_line_requests += static_cast<uint64_t>(n);
-  for (int i = 0; i < n; ++i) w.dispatch->lines.insert(lines[i]);
+  c.vmem_request_bytes += request;
+  for (int i = 0; i < n; ++i) used.request(lines[i]);
 }
 
 // Bank cycles of one DS instruction from the dwords its lanes access: distinct dwords in one

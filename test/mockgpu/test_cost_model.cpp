@@ -177,16 +177,17 @@ exit:
 LaunchCounters last() { return mockgpu::last_launch_counters(UGRAD_MOCKHIP_LIB); }
 
 // C_copy of `groups` x 256 work-items, `iters` elements each, reading with `stride`.
-LaunchCounters copy(uint32_t groups, uint32_t iters, uint32_t stride) {
+LaunchCounters copy(uint32_t groups, uint32_t iters, uint32_t stride, uint64_t offset = 0) {
   Mock m;
   auto k = m.load(std::string(kDecls) + kCopy, "C_copy");
   const uint64_t total = uint64_t{groups} * 256, n = total * iters;
-  void* a = m.dev->allocate(n * stride * 4);
+  void* a = m.dev->allocate(n * stride * 4 + offset);
   void* out = m.dev->allocate(n * 4);
   m.buffers.push_back(a);
   m.buffers.push_back(out);
   m.run(k, "C_copy", {groups, 1, 1}, {256, 1, 1},
-        {reinterpret_cast<uint64_t>(out), reinterpret_cast<uint64_t>(a)}, {stride, iters, total});
+        {reinterpret_cast<uint64_t>(out), reinterpret_cast<uint64_t>(a) + offset},
+        {stride, iters, total});
   return last();
 }
 
@@ -221,6 +222,9 @@ TEST_CASE("counters of a copy: instruction classes, bytes, lines, occupancy, rec
   CHECK(c.global_bytes_written == 16 * 256 * 4);
   CHECK(c.vmem_line_requests == 2 * waves);  // 32 lanes x 4 B = one 128 B line
   CHECK(c.vmem_distinct_lines == 2 * waves);
+  CHECK(c.vmem_request_bytes == 2 * waves * 128);  // every byte fetched is used
+  CHECK(c.vmem_used_line_bytes == 2 * waves * 128);
+  CHECK(c.vmem_used_bytes == 2 * 16 * 256 * 4);
   CHECK(c.max_wave_round_trips == 1);
   CHECK(c.vgprs >= 8);
   CHECK(c.vgprs % 8 == 0);
@@ -341,8 +345,21 @@ TEST_CASE("cost model negative control: uncoalesced loads are slow") {
   MESSAGE(mockgpu::describe_launch("C_copy stride 32", far, tf));
   // The load touches 32 lines instead of 1; the store stays coalesced.
   CHECK(far.vmem_line_requests == 33 * far.count(InstClass::VMEM) / 2);
+  // Of the 32 lines a load fetches it uses 4 bytes each, and so does the launch.
+  CHECK(far.vmem_request_bytes == 256 * far.count(InstClass::VMEM) / 2);
+  CHECK(far.vmem_used_line_bytes == far.vmem_request_bytes);
   CHECK(tf.seconds > 5 * tn.seconds);
   CHECK(tf.bandwidth_fraction < 0.1);
+}
+
+TEST_CASE("counters: a load straddling lines fetches bytes it does not use, which others use") {
+  // Input 64 bytes past a line: each wave's 128-byte load touches two lines and uses half of
+  // each; the neighbouring waves use the other halves (but the first and last line's).
+  const LaunchCounters c = copy(4, 1, 1, 64);
+  const uint64_t loads = c.count(InstClass::VMEM) / 2;
+  CHECK(c.vmem_line_requests == 3 * loads);  // two for the load, one for the store
+  CHECK(c.vmem_request_bytes == 256 * loads);
+  CHECK(c.vmem_used_line_bytes == 384 * loads - 2 * 64 * 1);
 }
 
 TEST_CASE("cost model negative control: LDS bank conflicts are slow") {
