@@ -37,6 +37,7 @@ UOp KernelBuilder::local(int64_t extent) { return range(idx(extent), AxisType::L
 UOp KernelBuilder::loop(int64_t extent) { return range(idx(extent), AxisType::Loop); }
 UOp KernelBuilder::loop(const UOp& extent) { return range(extent, AxisType::Loop); }
 UOp KernelBuilder::reduce_range(int64_t extent) { return range(idx(extent), AxisType::Reduce); }
+UOp KernelBuilder::reduce_range(const UOp& extent) { return range(extent, AxisType::Reduce); }
 
 UOp KernelBuilder::load(const UOp& buf, const UOp& index) const {
   const DType pt = buf.dtype();

@@ -41,6 +41,7 @@ class KernelBuilder {
   UOp loop(int64_t extent);
   UOp loop(const UOp& extent);
   UOp reduce_range(int64_t extent);
+  UOp reduce_range(const UOp& extent);
 
   UOp load(const UOp& buf, const UOp& index) const;
   /// A load that yields 0 where `valid` is false (and touches no memory there).

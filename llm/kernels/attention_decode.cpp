@@ -1,0 +1,157 @@
+#include "llm/kernels/attention_decode.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "codegen/kernel_builder.h"
+#include "llm/kernels/kernel_cache.h"
+#include "tensor/custom_kernel.h"
+
+namespace ugrad::llm {
+namespace {
+
+constexpr int64_t kLanes = 32, kT = kDecodeSplit;
+constexpr int64_t kChunk = 8;  // halves per 16-byte load
+
+UOp f32(double v) { return UOp::cnst(dtypes::float32, v); }
+UOp index(int64_t v) { return UOp::cnst_int(dtypes::index, v); }
+int64_t max_splits(int64_t capacity) { return (capacity + kT - 1) / kT; }
+
+// The kernels' variable: the query's position (the cache holds positions [0, start_pos]).
+UOp start_pos_var(KernelBuilder& kb, int64_t capacity) {
+  return kb.var("start_pos", 0, capacity - 1);
+}
+
+UOp build_split(int64_t heads, int64_t kv_heads, int64_t hd, int64_t capacity,
+                const std::string& name) {
+  const int64_t group = heads / kv_heads, splits = max_splits(capacity);
+  // LDS rows of keys and values padded by one word: lane p reads row p, and the rows' words
+  // fall in different banks.
+  const int64_t stride = hd + 2;
+  KernelBuilder kb;
+  UOp acc = kb.buffer(dtypes::float32, heads * splits * hd);
+  UOp ml = kb.buffer(dtypes::float32, heads * splits * 2);
+  UOp q = kb.buffer(dtypes::float32, heads * hd);
+  UOp k = kb.buffer(dtypes::float16, kv_heads * capacity * hd);
+  UOp v = kb.buffer(dtypes::float16, kv_heads * capacity * hd);
+  UOp sp = start_pos_var(kb, capacity);
+  UOp split = kb.global(sp.idiv(kT) + 1), kvh = kb.global(kv_heads);
+  UOp lane = kb.local(kLanes), wave = kb.local(group);
+  const UOp tid = wave * kLanes + lane, last = sp;  // the last valid position
+  // The tile: positions [split * 32, split * 32 + 32) of the head's keys and values, each
+  // position past the last read as the last (finite; weighted 0 below).
+  const auto clamp = [&](const UOp& pos) { return pos.lt(last).where(pos, last); };
+  const int64_t chunks = kT * hd / kChunk, threads = kLanes * group;
+  UOp tile = kb.lds(dtypes::float16, 2 * kT * stride);
+  std::vector<UOp> stores;
+  for (int64_t it = 0; it * threads < chunks; ++it) {
+    const UOp c = tid + it * threads;
+    const UOp gate = chunks % threads ? c.lt(chunks) : UOp();
+    const UOp row = c.idiv(hd / kChunk), col = (c % (hd / kChunk)) * kChunk;
+    const UOp src = (kvh * capacity + clamp(split * kT + row)) * hd + col;
+    for (int64_t side = 0; side < 2; ++side)
+      for (int64_t i = 0; i < kChunk; ++i)
+        stores.push_back(KernelBuilder::lds_store(tile, (side * kT + row) * stride + col + i,
+                                                  kb.load(side ? v : k, src + i), gate));
+  }
+  UOp kv = KernelBuilder::barrier(tile, stores);
+  // Scores: wave g is query head kvh * group + g, lane p position split * 32 + p; log2 units.
+  const UOp head = kvh * group + wave, pos = split * kT + lane;
+  UOp d = kb.reduce_range(hd);
+  UOp dot = KernelBuilder::reduce(
+      kb.load(q, head * hd + d) * kb.load(kv, lane * stride + d).cast(dtypes::float32), Op::ADD,
+      {d});
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hd)) / std::log(2.0);
+  const UOp score =
+      pos.lt(sp + 1).where(dot * f32(scale), f32(-std::numeric_limits<double>::infinity()));
+  // The wave's 32 scores meet in LDS; every lane reads them all (broadcast reads).
+  UOp scores = kb.lds(dtypes::float32, group * kLanes);
+  UOp sc = KernelBuilder::barrier(scores,
+                                  {KernelBuilder::lds_store(scores, wave * kLanes + lane, score)});
+  UOp r = kb.reduce_range(kLanes);
+  const UOp m = KernelBuilder::reduce(kb.load(sc, wave * kLanes + r), Op::MAX, {r});
+  UOp r2 = kb.reduce_range(kLanes);
+  // Split 0 holds position 0, so every split has a valid position and m is finite.
+  const UOp e = (kb.load(sc, wave * kLanes + r2) - m).alu(Op::EXP2);
+  const UOp at = head * splits + split;
+  for (int64_t j = 0; j * kLanes < hd; ++j) {
+    const UOp dim = lane + j * kLanes;
+    const UOp value = kb.load(kv, (kT + r2) * stride + dim).cast(dtypes::float32);
+    kb.store(acc, at * hd + dim, KernelBuilder::reduce(e * value, Op::ADD, {r2}),
+             hd % kLanes ? dim.lt(hd) : UOp());
+  }
+  const UOp first = lane.eq(index(0));
+  kb.store(ml, at * 2, m, first);
+  kb.store(ml, at * 2 + 1, KernelBuilder::reduce(e, Op::ADD, {r2}), first);
+  return kb.build(name);
+}
+
+UOp build_combine(int64_t heads, int64_t hd, int64_t capacity, const std::string& name) {
+  const int64_t splits = max_splits(capacity);
+  KernelBuilder kb;
+  UOp out = kb.buffer(dtypes::float32, heads * hd);
+  UOp acc = kb.buffer(dtypes::float32, heads * splits * hd);
+  UOp ml = kb.buffer(dtypes::float32, heads * splits * 2);
+  UOp sp = start_pos_var(kb, capacity);
+  UOp head = kb.global(heads), d = kb.local(hd);
+  const UOp used = sp.idiv(kT) + 1;
+  UOp s = kb.reduce_range(used);
+  const UOp m = KernelBuilder::reduce(kb.load(ml, (head * splits + s) * 2), Op::MAX, {s});
+  UOp s2 = kb.reduce_range(used);
+  const UOp at = head * splits + s2;
+  const UOp w = (kb.load(ml, at * 2) - m).alu(Op::EXP2);
+  const UOp num = KernelBuilder::reduce(w * kb.load(acc, at * hd + d), Op::ADD, {s2});
+  const UOp den = KernelBuilder::reduce(w * kb.load(ml, at * 2 + 1), Op::ADD, {s2});
+  kb.store(out, head * hd + d, num.alu(Op::FDIV, den));
+  return kb.build(name);
+}
+
+}  // namespace
+
+bool attention_decode_supports(int64_t heads, int64_t kv_heads, int64_t head_dim) {
+  return kv_heads > 0 && heads % kv_heads == 0 && heads / kv_heads <= 8 && head_dim % kChunk == 0 &&
+         head_dim >= kChunk && head_dim <= 512;
+}
+
+UOp attention_decode_split_kernel(int64_t heads, int64_t kv_heads, int64_t head_dim,
+                                  int64_t capacity) {
+  if (!attention_decode_supports(heads, kv_heads, head_dim))
+    fail("attention_decode: no kernel for {} heads over {} KV heads of {}", heads, kv_heads,
+         head_dim);
+  const std::string name =
+      fmt::format("attention_decode_split_{}x{}x{}_cap{}", heads, kv_heads, head_dim, capacity);
+  return cached_kernel(name,
+                       [&] { return build_split(heads, kv_heads, head_dim, capacity, name); });
+}
+
+UOp attention_decode_combine_kernel(int64_t heads, int64_t head_dim, int64_t capacity) {
+  const std::string name =
+      fmt::format("attention_decode_combine_{}x{}_cap{}", heads, head_dim, capacity);
+  return cached_kernel(name, [&] { return build_combine(heads, head_dim, capacity, name); });
+}
+
+Tensor attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                        const UOp& start_pos) {
+  const int64_t heads = q.size(1), kv_heads = k_cache.size(0), capacity = k_cache.size(1),
+                hd = k_cache.size(2);
+  const std::string& device = q.device();
+  const int64_t splits = max_splits(capacity);
+  UOp split = attention_decode_split_kernel(heads, kv_heads, hd, capacity);
+  std::vector<Tensor> partial = custom_kernel(
+      split,
+      {Tensor::empty({heads * splits * hd}, dtypes::float32, device),
+       Tensor::empty({heads * splits * 2}, dtypes::float32, device), q.reshape({heads * hd}),
+       k_cache.reshape({kv_heads * capacity * hd}), v_cache.reshape({kv_heads * capacity * hd})},
+      {start_pos});
+  UOp combine = attention_decode_combine_kernel(heads, hd, capacity);
+  return custom_kernel(
+             combine,
+             {Tensor::empty({heads * hd}, dtypes::float32, device), partial[0], partial[1]},
+             {start_pos})[0]
+      .reshape({1, heads * hd});
+}
+
+}  // namespace ugrad::llm
