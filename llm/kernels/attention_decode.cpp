@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "codegen/kernel_builder.h"
 #include "llm/kernels/kernel_cache.h"
+#include "schedule/schedule.h"
 #include "tensor/custom_kernel.h"
 
 namespace ugrad::llm {
@@ -20,12 +21,7 @@ UOp f32(double v) { return UOp::cnst(dtypes::float32, v); }
 UOp index(int64_t v) { return UOp::cnst_int(dtypes::index, v); }
 int64_t max_splits(int64_t capacity) { return (capacity + kT - 1) / kT; }
 
-// The kernels' variable: the query's position (the cache holds positions [0, start_pos]).
-UOp start_pos_var(KernelBuilder& kb, int64_t capacity) {
-  return kb.var("start_pos", 0, capacity - 1);
-}
-
-UOp build_split(int64_t heads, int64_t kv_heads, int64_t hd, int64_t capacity,
+UOp build_split(int64_t heads, int64_t kv_heads, int64_t hd, int64_t capacity, const UOp& sp,
                 const std::string& name) {
   const int64_t group = heads / kv_heads, splits = max_splits(capacity);
   // LDS rows of keys and values padded by one word: lane p reads row p, and the rows' words
@@ -37,7 +33,6 @@ UOp build_split(int64_t heads, int64_t kv_heads, int64_t hd, int64_t capacity,
   UOp q = kb.buffer(dtypes::float32, heads * hd);
   UOp k = kb.buffer(dtypes::float16, kv_heads * capacity * hd);
   UOp v = kb.buffer(dtypes::float16, kv_heads * capacity * hd);
-  UOp sp = start_pos_var(kb, capacity);
   UOp split = kb.global(sp.idiv(kT) + 1), kvh = kb.global(kv_heads);
   UOp lane = kb.local(kLanes), wave = kb.local(group);
   const UOp tid = wave * kLanes + lane, last = sp;  // the last valid position
@@ -89,13 +84,13 @@ UOp build_split(int64_t heads, int64_t kv_heads, int64_t hd, int64_t capacity,
   return kb.build(name);
 }
 
-UOp build_combine(int64_t heads, int64_t hd, int64_t capacity, const std::string& name) {
+UOp build_combine(int64_t heads, int64_t hd, int64_t capacity, const UOp& sp,
+                  const std::string& name) {
   const int64_t splits = max_splits(capacity);
   KernelBuilder kb;
   UOp out = kb.buffer(dtypes::float32, heads * hd);
   UOp acc = kb.buffer(dtypes::float32, heads * splits * hd);
   UOp ml = kb.buffer(dtypes::float32, heads * splits * 2);
-  UOp sp = start_pos_var(kb, capacity);
   UOp head = kb.global(heads), d = kb.local(hd);
   const UOp used = sp.idiv(kT) + 1;
   UOp s = kb.reduce_range(used);
@@ -116,21 +111,30 @@ bool attention_decode_supports(int64_t heads, int64_t kv_heads, int64_t head_dim
          head_dim >= kChunk && head_dim <= 512;
 }
 
+UOp start_pos_variable(int64_t capacity, int64_t max_pos) {
+  if (max_pos < 0 || max_pos >= capacity)
+    fail("attention_decode: positions up to {} in a cache of {}", max_pos, capacity);
+  return UOp::make(Op::PARAM, dtypes::index, {}, ParamArg{-1, "start_pos", 0, max_pos});
+}
+
 UOp attention_decode_split_kernel(int64_t heads, int64_t kv_heads, int64_t head_dim,
-                                  int64_t capacity) {
+                                  int64_t capacity, int64_t max_pos) {
   if (!attention_decode_supports(heads, kv_heads, head_dim))
     fail("attention_decode: no kernel for {} heads over {} KV heads of {}", heads, kv_heads,
          head_dim);
-  const std::string name =
-      fmt::format("attention_decode_split_{}x{}x{}_cap{}", heads, kv_heads, head_dim, capacity);
+  const UOp sp = start_pos_variable(capacity, max_pos);
+  const std::string name = fmt::format("attention_decode_split_{}x{}x{}_cap{}_max{}", heads,
+                                       kv_heads, head_dim, capacity, max_pos);
   return cached_kernel(name,
-                       [&] { return build_split(heads, kv_heads, head_dim, capacity, name); });
+                       [&] { return build_split(heads, kv_heads, head_dim, capacity, sp, name); });
 }
 
-UOp attention_decode_combine_kernel(int64_t heads, int64_t head_dim, int64_t capacity) {
+UOp attention_decode_combine_kernel(int64_t heads, int64_t head_dim, int64_t capacity,
+                                    int64_t max_pos) {
+  const UOp sp = start_pos_variable(capacity, max_pos);
   const std::string name =
-      fmt::format("attention_decode_combine_{}x{}_cap{}", heads, head_dim, capacity);
-  return cached_kernel(name, [&] { return build_combine(heads, head_dim, capacity, name); });
+      fmt::format("attention_decode_combine_{}x{}_cap{}_max{}", heads, head_dim, capacity, max_pos);
+  return cached_kernel(name, [&] { return build_combine(heads, head_dim, capacity, sp, name); });
 }
 
 Tensor attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
@@ -139,14 +143,18 @@ Tensor attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_
                 hd = k_cache.size(2);
   const std::string& device = q.device();
   const int64_t splits = max_splits(capacity);
-  UOp split = attention_decode_split_kernel(heads, kv_heads, hd, capacity);
+  const UOp var = unbind_variable(start_pos).first;
+  if (var.op() != Op::PARAM || var.arg_as<ParamArg>().name != "start_pos")
+    fail("attention_decode: start_pos must be the bound variable 'start_pos'");
+  const int64_t max_pos = var.arg_as<ParamArg>().hi;
+  UOp split = attention_decode_split_kernel(heads, kv_heads, hd, capacity, max_pos);
   std::vector<Tensor> partial = custom_kernel(
       split,
       {Tensor::empty({heads * splits * hd}, dtypes::float32, device),
        Tensor::empty({heads * splits * 2}, dtypes::float32, device), q.reshape({heads * hd}),
        k_cache.reshape({kv_heads * capacity * hd}), v_cache.reshape({kv_heads * capacity * hd})},
       {start_pos});
-  UOp combine = attention_decode_combine_kernel(heads, hd, capacity);
+  UOp combine = attention_decode_combine_kernel(heads, hd, capacity, max_pos);
   return custom_kernel(
              combine,
              {Tensor::empty({heads * hd}, dtypes::float32, device), partial[0], partial[1]},

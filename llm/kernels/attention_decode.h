@@ -25,12 +25,15 @@ inline constexpr int64_t kDecodeSplit = 32;
 /// Whether the kernels take `heads` query heads over `kv_heads` KV heads of `head_dim`.
 bool attention_decode_supports(int64_t heads, int64_t kv_heads, int64_t head_dim);
 
-/// The kernels' ASTs for the shape, caches of `capacity` positions (cached by name).
+/// The kernels' ASTs for the shape, caches of `capacity` positions and the variable start_pos
+/// in [0, max_pos] (cached by name).
 UOp attention_decode_split_kernel(int64_t heads, int64_t kv_heads, int64_t head_dim,
-                                  int64_t capacity);
-UOp attention_decode_combine_kernel(int64_t heads, int64_t head_dim, int64_t capacity);
+                                  int64_t capacity, int64_t max_pos);
+UOp attention_decode_combine_kernel(int64_t heads, int64_t head_dim, int64_t capacity,
+                                    int64_t max_pos);
 
-/// Attention of q (1, heads, head_dim) float32 at position start_pos (a bound variable) over the
+/// Attention of q (1, heads, head_dim) float32 at position start_pos (the bound variable
+/// "start_pos", whose range lies inside the cache) over the
 /// caches (kv_heads, capacity, head_dim) float16 of positions [0, start_pos]: (1, heads *
 /// head_dim), as llm/kernels/attention.h's attention() for one row.
 Tensor attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,

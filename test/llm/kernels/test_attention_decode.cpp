@@ -74,7 +74,8 @@ std::vector<float> run(const Case& c, const std::vector<float>& q, int64_t start
                                  dtypes::float16, device);
   Tensor v = Tensor::from_vector(cache(c, start_pos, poison, 2), {c.kv_heads, c.capacity, c.hd},
                                  dtypes::float16, device);
-  UOp sp = bind_variable(UOp::variable("start_pos", 0, c.capacity - 1), start_pos);
+  // The variable's range stops short of the cache, as a model's does (its chunk padding).
+  UOp sp = bind_variable(UOp::variable("start_pos", 0, c.capacity - 3), start_pos);
   return attention_decode(qt, k, v, sp).to_vector<float>();
 }
 
@@ -90,7 +91,7 @@ TEST_CASE("attention_decode: matches a double softmax, the cache poisoned past t
     std::normal_distribution<float> normal(0.0f, 1.0f);
     std::vector<float> q(static_cast<size_t>(c.heads * c.hd));
     for (float& x : q) x = normal(rng);
-    std::vector<int64_t> positions{0, 5, 31, 32, 33, c.capacity - 1};
+    std::vector<int64_t> positions{0, 5, 31, 32, 33, c.capacity - 3};
     if (c.capacity > 1000) positions = {1000, 1050};
     for (int64_t sp : positions) {
       CAPTURE(sp);
@@ -112,6 +113,8 @@ TEST_CASE("attention_decode: the shapes it takes, and a clear error for others")
   CHECK(!attention_decode_supports(12, 8, 128));  // not a whole group
   CHECK(!attention_decode_supports(64, 4, 128));  // a group of 16 waves
   CHECK(!attention_decode_supports(8, 8, 100));   // not whole 16-byte loads
-  CHECK_THROWS_WITH_AS(attention_decode_split_kernel(12, 8, 128, 64),
+  CHECK_THROWS_WITH_AS(attention_decode_split_kernel(12, 8, 128, 64, 63),
                        doctest::Contains("12 heads over 8 KV heads of 128"), Error);
+  CHECK_THROWS_WITH_AS(attention_decode_split_kernel(32, 8, 128, 64, 64),
+                       doctest::Contains("positions up to 64 in a cache of 64"), Error);
 }
