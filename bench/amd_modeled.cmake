@@ -15,3 +15,13 @@ if(UGRAD_BUILD_TESTS)
   target_compile_definitions(bench_linear_amd_modeled PRIVATE
     UGRAD_MOCKHIP_LIB="$<TARGET_FILE:mockhip>")
 endif()
+
+# The same for decode attention: the flash-decode kernels and the generic path.
+if(UGRAD_BUILD_TESTS)
+  ugrad_bench(bench_attention_amd_modeled
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/bench_attention_amd_modeled.cpp
+    DEPS ugrad_llm mockgpu_emu ${CMAKE_DL_LIBS})
+  add_dependencies(bench_attention_amd_modeled mockhip)
+  target_compile_definitions(bench_attention_amd_modeled PRIVATE
+    UGRAD_MOCKHIP_LIB="$<TARGET_FILE:mockhip>")
+endif()

@@ -15,7 +15,8 @@ namespace ugrad::llm {
 namespace {
 
 constexpr int64_t kLanes = 32, kT = kDecodeSplit;
-constexpr int64_t kChunk = 8;  // halves per 16-byte load
+constexpr int64_t kChunk = 8;    // halves per 16-byte load
+constexpr int64_t kUnroll = 32;  // splits the combine reads per step
 
 UOp f32(double v) { return UOp::cnst(dtypes::float32, v); }
 UOp index(int64_t v) { return UOp::cnst_int(dtypes::index, v); }
@@ -53,11 +54,20 @@ UOp build_split(int64_t heads, int64_t kv_heads, int64_t hd, int64_t capacity, c
                                                   kb.load(side ? v : k, src + i), gate));
   }
   UOp kv = KernelBuilder::barrier(tile, stores);
+  // The group's queries in LDS too: the score loop then waits on no global load.
+  UOp queries = kb.lds(dtypes::float32, group * hd);
+  std::vector<UOp> q_stores;
+  for (int64_t it = 0; it * threads < group * hd; ++it) {
+    const UOp c = tid + it * threads;
+    q_stores.push_back(KernelBuilder::lds_store(queries, c, kb.load(q, kvh * group * hd + c),
+                                                (group * hd) % threads ? c.lt(group * hd) : UOp()));
+  }
+  UOp qs = KernelBuilder::barrier(queries, q_stores);
   // Scores: wave g is query head kvh * group + g, lane p position split * 32 + p; log2 units.
   const UOp head = kvh * group + wave, pos = split * kT + lane;
   UOp d = kb.reduce_range(hd);
   UOp dot = KernelBuilder::reduce(
-      kb.load(q, head * hd + d) * kb.load(kv, lane * stride + d).cast(dtypes::float32), Op::ADD,
+      kb.load(qs, wave * hd + d) * kb.load(kv, lane * stride + d).cast(dtypes::float32), Op::ADD,
       {d});
   const double scale = 1.0 / std::sqrt(static_cast<double>(hd)) / std::log(2.0);
   const UOp score =
@@ -92,14 +102,35 @@ UOp build_combine(int64_t heads, int64_t hd, int64_t capacity, const UOp& sp,
   UOp acc = kb.buffer(dtypes::float32, heads * splits * hd);
   UOp ml = kb.buffer(dtypes::float32, heads * splits * 2);
   UOp head = kb.global(heads), d = kb.local(hd);
-  const UOp used = sp.idiv(kT) + 1;
-  UOp s = kb.reduce_range(used);
-  const UOp m = KernelBuilder::reduce(kb.load(ml, (head * splits + s) * 2), Op::MAX, {s});
-  UOp s2 = kb.reduce_range(used);
-  const UOp at = head * splits + s2;
-  const UOp w = (kb.load(ml, at * 2) - m).alu(Op::EXP2);
-  const UOp num = KernelBuilder::reduce(w * kb.load(acc, at * hd + d), Op::ADD, {s2});
-  const UOp den = KernelBuilder::reduce(w * kb.load(ml, at * 2 + 1), Op::ADD, {s2});
+  // The splits in steps of kUnroll, whose loads are issued together (one wait per step); a
+  // split past the last is read as the last and weighted 0.
+  const UOp used = sp.idiv(kT) + 1, steps = (sp.idiv(kT) + kUnroll).idiv(kUnroll);
+  const auto splits_of = [&](const UOp& step) {
+    std::vector<std::pair<UOp, UOp>> out;  // (split, whether it is used)
+    for (int64_t u = 0; u < kUnroll; ++u) {
+      const UOp s = step * kUnroll + u;
+      out.emplace_back(s.lt(used).where(s, used - 1), s.lt(used));
+    }
+    return out;
+  };
+  UOp s = kb.reduce_range(steps);
+  UOp step_max;
+  for (const auto& [split, ok] : splits_of(s)) {
+    const UOp m = kb.load(ml, (head * splits + split) * 2);
+    step_max = step_max ? step_max.max(m) : m;
+  }
+  const UOp m = KernelBuilder::reduce(step_max, Op::MAX, {s});
+  UOp s2 = kb.reduce_range(steps);
+  UOp num, den;
+  for (const auto& [split, ok] : splits_of(s2)) {
+    const UOp at = head * splits + split;
+    const UOp w = ok.where((kb.load(ml, at * 2) - m).alu(Op::EXP2), f32(0.0));
+    const UOp n = w * kb.load(acc, at * hd + d), l = w * kb.load(ml, at * 2 + 1);
+    num = num ? num + n : n;
+    den = den ? den + l : l;
+  }
+  num = KernelBuilder::reduce(num, Op::ADD, {s2});
+  den = KernelBuilder::reduce(den, Op::ADD, {s2});
   kb.store(out, head * hd + d, num.alu(Op::FDIV, den));
   return kb.build(name);
 }
@@ -148,18 +179,16 @@ Tensor attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_
     fail("attention_decode: start_pos must be the bound variable 'start_pos'");
   const int64_t max_pos = var.arg_as<ParamArg>().hi;
   UOp split = attention_decode_split_kernel(heads, kv_heads, hd, capacity, max_pos);
+  // The caches and q as they are (realized buffers are passed without a copy).
   std::vector<Tensor> partial = custom_kernel(
       split,
       {Tensor::empty({heads * splits * hd}, dtypes::float32, device),
-       Tensor::empty({heads * splits * 2}, dtypes::float32, device), q.reshape({heads * hd}),
-       k_cache.reshape({kv_heads * capacity * hd}), v_cache.reshape({kv_heads * capacity * hd})},
+       Tensor::empty({heads * splits * 2}, dtypes::float32, device), q, k_cache, v_cache},
       {start_pos});
   UOp combine = attention_decode_combine_kernel(heads, hd, capacity, max_pos);
   return custom_kernel(
-             combine,
-             {Tensor::empty({heads * hd}, dtypes::float32, device), partial[0], partial[1]},
-             {start_pos})[0]
-      .reshape({1, heads * hd});
+      combine, {Tensor::empty({1, heads * hd}, dtypes::float32, device), partial[0], partial[1]},
+      {start_pos})[0];
 }
 
 }  // namespace ugrad::llm
