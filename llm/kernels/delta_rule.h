@@ -13,7 +13,8 @@ namespace ugrad::llm {
 /// beta and log_decay (rows, heads). Returns the realized outputs (rows, heads, d_v). One row is
 /// one step; more run at once in the chunked (WY) form. A row with beta = 0 and log_decay = 0 is
 /// padding: a single one leaves M bit for bit as it was, and in a chunk neither M nor the other
-/// rows' outputs depend on its q, k and v.
+/// rows' outputs depend on its q, k and v. On a GPU (unless LLM_KERNELS=0) the rows run as one
+/// fused kernel (delta_scan.h).
 Tensor gated_delta_rule(const Tensor& state, const Tensor& q, const Tensor& k, const Tensor& v,
                         const Tensor& beta, const Tensor& log_decay);
 

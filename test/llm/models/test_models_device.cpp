@@ -28,8 +28,12 @@ namespace {
 // decode kernel (llm/kernels/matvec_int8.h) rounds the input of every format it takes for up to
 // kMatvecMaxRows rows, where the CPU and the reference round only Q4_K's: the same looser
 // tolerance for every call after one (the kernel itself is checked against its exact oracle in
-// test_matvec_int8.cpp).
-constexpr double kTol = 5e-3, kInt8Tol = 5e-2;
+// test_matvec_int8.cpp). Measured on the hybrid MoE Q4_K model: 0.02 to 0.049 against the
+// reference with the generic delta rule, 0.02 to 0.053 with the fused scan (delta_scan.h, its
+// own rounding of the same recurrence, checked against the recurrence in double in
+// test_delta_scan.cpp): the int8 rounding of every linear's input, carried along by the
+// recurrent state, not a kernel error (a wrong kernel is off by order 1).
+constexpr double kTol = 5e-3, kInt8Tol = 8e-2;
 constexpr double kNearTie = 0.05;  // top-2 logit margin below which greedy ids may differ
 constexpr int64_t kContext = 64;
 
