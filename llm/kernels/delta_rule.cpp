@@ -101,7 +101,7 @@ Tensor delta_rule_chunk(const Tensor& state, const Tensor& q, const Tensor& k, c
 Tensor gated_delta_rule(const Tensor& state, const Tensor& q, const Tensor& k, const Tensor& v,
                         const Tensor& beta, const Tensor& log_decay) {
   if (knob_int(Knob::LLM_KERNELS) != 0 && device_features(state.device()).is_gpu &&
-      delta_scan_supports(q.size(2), v.size(2)))
+      delta_scan_supports(q.size(0), q.size(2), v.size(2)))
     return delta_scan(state, q, k, v, beta, log_decay);
   return q.size(0) == 1 ? delta_rule_row(state, q, k, v, beta, log_decay)
                         : delta_rule_chunk(state, q, k, v, beta, log_decay);

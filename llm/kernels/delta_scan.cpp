@@ -12,6 +12,8 @@
 namespace ugrad::llm {
 namespace {
 
+constexpr int64_t kLdsBytes = 64 * 1024;  // a workgroup's LDS on gfx11
+
 UOp build(int64_t rows, int64_t heads, int64_t dk, int64_t dv, const std::string& name) {
   KernelBuilder kb;
   UOp out = kb.buffer(dtypes::float32, rows * heads * dv);
@@ -22,15 +24,19 @@ UOp build(int64_t rows, int64_t heads, int64_t dk, int64_t dv, const std::string
   UOp beta = kb.buffer(dtypes::float32, rows * heads);
   UOp log_decay = kb.buffer(dtypes::float32, rows * heads);
   UOp head = kb.global(heads), j = kb.local(dv);
-  // The chunk's q and k of this head in LDS: [row][q | k][d_k].
-  UOp qk = kb.lds(dtypes::float32, rows * 2 * dk);
+  // The chunk's q and k of this head in LDS: [row][q | k | k again][d_k]. The state update
+  // reads the second copy of k: a load of its own, so the compiler need not keep the first
+  // one's d_k values live (next to the d_k of the state) until the update.
+  UOp qk = kb.lds(dtypes::float32, rows * 3 * dk);
   std::vector<UOp> stores;
   for (int64_t it = 0; it * dv < rows * dk; ++it) {
     const UOp c = j + it * dv;  // element (row c / d_k, dim c % d_k)
     const UOp gate = (rows * dk) % dv ? c.lt(rows * dk) : UOp();
     const UOp row = c.idiv(dk), i = c % dk, src = (row * heads + head) * dk + i;
-    stores.push_back(KernelBuilder::lds_store(qk, (row * 2) * dk + i, kb.load(q, src), gate));
-    stores.push_back(KernelBuilder::lds_store(qk, (row * 2 + 1) * dk + i, kb.load(k, src), gate));
+    const UOp kv = kb.load(k, src);
+    stores.push_back(KernelBuilder::lds_store(qk, (row * 3) * dk + i, kb.load(q, src), gate));
+    stores.push_back(KernelBuilder::lds_store(qk, (row * 3 + 1) * dk + i, kv, gate));
+    stores.push_back(KernelBuilder::lds_store(qk, (row * 3 + 2) * dk + i, kv, gate));
   }
   UOp shared = KernelBuilder::barrier(qk, stores);
   std::vector<UOp> s(static_cast<size_t>(dk));
@@ -39,18 +45,19 @@ UOp build(int64_t rows, int64_t heads, int64_t dk, int64_t dv, const std::string
   for (int64_t t = 0; t < rows; ++t) {
     const UOp at = UOp::cnst_int(dtypes::index, t * heads) + head;
     const UOp decay = (kb.load(log_decay, at) * log2e).alu(Op::EXP2), b = kb.load(beta, at);
-    std::vector<UOp> qi(dk), ki(dk);
+    const auto row = [&](int64_t part, int64_t i) {
+      return kb.load(shared, UOp::cnst_int(dtypes::index, (t * 3 + part) * dk + i));
+    };
     UOp p, sq, kq;
     for (int64_t i = 0; i < dk; ++i) {
-      qi[i] = kb.load(shared, UOp::cnst_int(dtypes::index, (t * 2) * dk + i));
-      ki[i] = kb.load(shared, UOp::cnst_int(dtypes::index, (t * 2 + 1) * dk + i));
-      p = p ? p + s[i] * ki[i] : s[i] * ki[i];
-      sq = sq ? sq + s[i] * qi[i] : s[i] * qi[i];
-      kq = kq ? kq + ki[i] * qi[i] : ki[i] * qi[i];
+      const UOp qi = row(0, i), ki = row(1, i);
+      p = p ? p + s[i] * ki : s[i] * ki;
+      sq = sq ? sq + s[i] * qi : s[i] * qi;
+      kq = kq ? kq + ki * qi : ki * qi;
     }
     const UOp u = b * (kb.load(v, at * dv + j) - decay * p);
     kb.store(out, at * dv + j, decay * sq + u * kq);
-    for (int64_t i = 0; i < dk; ++i) s[i] = decay * s[i] + u * ki[i];
+    for (int64_t i = 0; i < dk; ++i) s[i] = decay * s[i] + u * row(2, i);
   }
   for (int64_t i = 0; i < dk; ++i) kb.store(state, (head * dv + j) * dk + i, s[i]);
   return kb.build(name);
@@ -58,12 +65,12 @@ UOp build(int64_t rows, int64_t heads, int64_t dk, int64_t dv, const std::string
 
 }  // namespace
 
-bool delta_scan_supports(int64_t dk, int64_t dv) {
-  return dk >= 1 && dk <= 256 && dv >= 1 && dv <= 1024;
+bool delta_scan_supports(int64_t rows, int64_t dk, int64_t dv) {
+  return rows >= 1 && dk >= 1 && dv >= 1 && dv <= 1024 && rows * 3 * dk * 4 <= kLdsBytes;
 }
 
 UOp delta_scan_kernel(int64_t rows, int64_t heads, int64_t dk, int64_t dv) {
-  if (!delta_scan_supports(dk, dv) || rows < 1 || heads < 1)
+  if (!delta_scan_supports(rows, dk, dv) || heads < 1)
     fail("delta_scan: no kernel for {} rows of {} heads of d_k {}, d_v {}", rows, heads, dk, dv);
   const std::string name = fmt::format("delta_scan_{}x{}x{}x{}", rows, heads, dk, dv);
   return cached_kernel(name, [&] { return build(rows, heads, dk, dv, name); });

@@ -16,8 +16,9 @@
 
 namespace ugrad::llm {
 
-/// Whether the kernel takes value heads of d_k and d_v.
-bool delta_scan_supports(int64_t dk, int64_t dv);
+/// Whether the kernel takes `rows` rows of value heads of d_k and d_v (the chunk's q and k, three
+/// times d_k floats a row, fit in a workgroup's 64 KiB of LDS).
+bool delta_scan_supports(int64_t rows, int64_t dk, int64_t dv);
 
 /// The kernel's AST for `rows` rows of `heads` value heads (cached by name).
 UOp delta_scan_kernel(int64_t rows, int64_t heads, int64_t dk, int64_t dv);
