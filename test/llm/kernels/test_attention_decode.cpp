@@ -82,7 +82,8 @@ std::vector<float> run(const Case& c, const std::vector<float>& q, int64_t start
 }  // namespace
 
 TEST_CASE("attention_decode: matches a double softmax, the cache poisoned past the valid rows") {
-  const Case cases[] = {{4, 2, 64, 80}, {8, 2, 128, 100}, {6, 1, 256, 70}, {2, 2, 128, 1100}};
+  const Case cases[] = {
+      {4, 2, 64, 80}, {8, 2, 128, 100}, {6, 1, 256, 70}, {2, 2, 128, 1100}, {2, 1, 64, 4100}};
   for (const Case& c : cases) {
     CAPTURE(c.heads);
     CAPTURE(c.kv_heads);
@@ -93,6 +94,7 @@ TEST_CASE("attention_decode: matches a double softmax, the cache poisoned past t
     for (float& x : q) x = normal(rng);
     std::vector<int64_t> positions{0, 5, 31, 32, 33, c.capacity - 3};
     if (c.capacity > 1000) positions = {1000, 1050};
+    if (c.capacity > 4000) positions = {4095};  // a 4096-position context: 128 splits
     for (int64_t sp : positions) {
       CAPTURE(sp);
       const std::vector<double> want = reference(c, q, cache(c, sp, 0, 1), cache(c, sp, 0, 2), sp);
