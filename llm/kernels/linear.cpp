@@ -134,10 +134,9 @@ LinearGroup load_linears(std::span<const GgufTensor* const> ts, const std::strin
   // Members the GPU int8 kernels take, by type and by whether the prefill kernel takes them too
   // (so that no member changes kernels by being fused): each such set becomes one matrix.
   auto kernels = [&](const GgufTensor& t) {
+    if (t.dims.size() != 2) return -1;
     const auto in = static_cast<int64_t>(t.dims[0]), out = static_cast<int64_t>(t.dims[1]);
-    return t.dims.size() != 2 || !gpu_int8(f, t.type, out, in)
-               ? -1
-               : int(matmul_wmma_supports(t.type, out, in));
+    return gpu_int8(f, t.type, out, in) ? int(matmul_wmma_supports(t.type, out, in)) : -1;
   };
   std::vector<std::vector<size_t>> fused;
   std::vector<bool> taken(ts.size());
