@@ -79,14 +79,13 @@ UOp build_split(int64_t heads, int64_t kv_heads, int64_t hd, int64_t capacity, c
   UOp r = kb.reduce_range(kLanes);
   const UOp m = KernelBuilder::reduce(kb.load(sc, wave * kLanes + r), Op::MAX, {r});
   UOp r2 = kb.reduce_range(kLanes);
-  // Split 0 holds position 0, so every split has a valid position and m is finite.
+  // Every split launched starts at a valid position (split * 32 <= start_pos): m is finite.
   const UOp e = (kb.load(sc, wave * kLanes + r2) - m).alu(Op::EXP2);
   const UOp at = head * splits + split;
   for (int64_t j = 0; j * kLanes < hd; ++j) {
     const UOp dim = lane + j * kLanes;
     const UOp value = kb.load(kv, (kT + r2) * stride + dim).cast(dtypes::float32);
-    kb.store(acc, at * hd + dim, KernelBuilder::reduce(e * value, Op::ADD, {r2}),
-             hd % kLanes ? dim.lt(hd) : UOp());
+    kb.store(acc, at * hd + dim, KernelBuilder::reduce(e * value, Op::ADD, {r2}));
   }
   const UOp first = lane.eq(index(0));
   kb.store(ml, at * 2, m, first);
@@ -138,8 +137,9 @@ UOp build_combine(int64_t heads, int64_t hd, int64_t capacity, const UOp& sp,
 }  // namespace
 
 bool attention_decode_supports(int64_t heads, int64_t kv_heads, int64_t head_dim) {
-  return kv_heads > 0 && heads % kv_heads == 0 && heads / kv_heads <= 8 && head_dim % kChunk == 0 &&
-         head_dim >= kChunk && head_dim <= 512;
+  // Whole waves of value dims (lane + 32 j) and a group of at most 8 waves.
+  return kv_heads > 0 && heads % kv_heads == 0 && heads / kv_heads <= 8 && head_dim > 0 &&
+         head_dim % kLanes == 0 && head_dim <= 512;
 }
 
 UOp start_pos_variable(int64_t capacity, int64_t max_pos) {

@@ -114,7 +114,7 @@ TEST_CASE("attention_decode: the shapes it takes, and a clear error for others")
   CHECK(attention_decode_supports(16, 16, 64));
   CHECK(!attention_decode_supports(12, 8, 128));  // not a whole group
   CHECK(!attention_decode_supports(64, 4, 128));  // a group of 16 waves
-  CHECK(!attention_decode_supports(8, 8, 100));   // not whole 16-byte loads
+  CHECK(!attention_decode_supports(8, 8, 100));   // not whole waves of value dims
   CHECK_THROWS_WITH_AS(attention_decode_split_kernel(12, 8, 128, 64, 63),
                        doctest::Contains("12 heads over 8 KV heads of 128"), Error);
   CHECK_THROWS_WITH_AS(attention_decode_split_kernel(32, 8, 128, 64, 64),
