@@ -1,12 +1,15 @@
-// Modeled AMD speed of the layers' token mixing: decode attention (llm/kernels/attention.h: the
-// flash-decode kernels of attention_decode.h, and the generic path with LLM_KERNELS=0) at the
-// Qwen3-8B shape, 32 query heads over 8 KV heads of 128, one query against a half-precision cache
-// holding `positions` positions; run as gfx1100 code on the emulator (test/mockgpu) and timed by
-// its cost model of an RX 7900 XTX: MODELED, not measured. The figure of merit is the key and value
-// bytes read (2 x 8 heads x positions x 128 x 2 B) over the modeled time of every launch, launch
-// overheads included, against 960 GB/s. Then the gated delta rule of a Qwen3.6-27B Gated DeltaNet
-// layer (48 value heads, d_k = d_v = 128) for a 32-row prefill chunk and a decode row: the fused
-// scan (llm/kernels/delta_scan.h) against the generic path.
+// Modeled AMD speed of the layers' token mixing, run as gfx1100 code on the emulator
+// (test/mockgpu) and timed by its cost model of an RX 7900 XTX: MODELED, not measured.
+// - Decode attention (llm/kernels/attention.h: the flash-attention kernels of flash_attention.h,
+//   and the generic path with LLM_KERNELS=0) at the Qwen3-8B shape, 32 query heads over 8 KV
+//   heads of 128, one query against a half-precision cache holding `positions` positions. The
+//   figure of merit is the key and value bytes read (2 x 8 heads x positions x 128 x 2 B) over the
+//   modeled time of every launch, launch overheads included, against 960 GB/s.
+// - Prefill attention of a 32-row chunk at the Qwen3.6-27B shape (24 query heads over 4 KV heads
+//   of 256) after a 401-token prompt's first 384 positions: kernels against the generic path.
+// - The gated delta rule of a Qwen3.6-27B Gated DeltaNet layer (48 value heads, d_k = d_v = 128)
+//   for a 32-row prefill chunk and a decode row: the fused scan (llm/kernels/delta_scan.h)
+//   against the generic path.
 //   bench_attention_amd_modeled [POSITIONS ...]   (default: 512 4096)
 #include <cstdio>
 #include <cstdlib>
@@ -25,7 +28,10 @@ using namespace ugrad::llm;
 
 namespace {
 
-constexpr int64_t kHeads = 32, kKvHeads = 8, kHeadDim = 128;
+struct Shape {
+  int64_t heads, kv_heads, head_dim;
+};
+constexpr Shape k8b{32, 8, 128}, k27b{24, 4, 256};
 
 // The modeled launches since the last clear, one line each; their total time.
 double report(const std::string& lib) {
@@ -38,25 +44,25 @@ double report(const std::string& lib) {
   return seconds;
 }
 
-// Runs one decode attention at `positions` filled positions; prints each launch and the total.
-void run(int64_t positions, bool kernels, const std::string& lib) {
+// Runs the attention of `rows` rows whose last sits at position `positions` - 1; prints each
+// launch and the total.
+void run(const Shape& sh, int64_t rows, int64_t positions, bool kernels, const std::string& lib) {
   ScopedKnob knob(Knob::LLM_KERNELS, kernels ? "1" : "0");
   const int64_t capacity = positions + 31;
   // As the model's KvCache holds them: realized buffers (values do not change the timing).
-  Tensor k =
-      Tensor::full({kKvHeads, capacity, kHeadDim}, 0.25, dtypes::float16, "AMD").contiguous();
-  Tensor v = Tensor::full({kKvHeads, capacity, kHeadDim}, 0.5, dtypes::float16, "AMD").contiguous();
-  Tensor q = Tensor::full({1, kHeads, kHeadDim}, 0.1, dtypes::float32, "AMD").contiguous();
-  Tensor inputs[] = {k, v, q};
-  Tensor::realize_all(inputs);
-  Chunk chunk = make_chunk(1, positions).bind(positions - 1, 1);
+  Tensor in[] = {
+      Tensor::full({sh.kv_heads, capacity, sh.head_dim}, 0.25, dtypes::float16, "AMD").contiguous(),
+      Tensor::full({sh.kv_heads, capacity, sh.head_dim}, 0.5, dtypes::float16, "AMD").contiguous(),
+      Tensor::full({rows, sh.heads, sh.head_dim}, 0.1, dtypes::float32, "AMD").contiguous()};
+  Tensor::realize_all(in);
+  Chunk chunk = make_chunk(rows, positions).bind(positions - rows, rows);
   // The inputs' own kernels run with the first call.
-  attention(inputs[2], inputs[0], inputs[1], chunk).realize();
+  attention(in[2], in[0], in[1], chunk).realize();
   mockgpu::clear_launch_records(lib);
-  attention(inputs[2], inputs[0], inputs[1], chunk).realize();
-  const double kv_bytes = 2.0 * kKvHeads * double(positions) * kHeadDim * 2;
-  std::printf("  %s, %lld positions\n", kernels ? "flash-decode kernels" : "generic path",
-              static_cast<long long>(positions));
+  attention(in[2], in[0], in[1], chunk).realize();
+  const double kv_bytes = 2.0 * sh.kv_heads * double(positions) * sh.head_dim * 2;
+  std::printf("  %s, %lld rows, %lld positions\n", kernels ? "flash kernels" : "generic path",
+              static_cast<long long>(rows), static_cast<long long>(positions));
   const double seconds = report(lib);
   std::printf(
       "    total %.1f us MODELED, %.1f%% of 960 GB/s on the key and value bytes (%.1f MB)\n",
@@ -92,10 +98,12 @@ int main(int argc, char** argv) {
   std::printf(
       "Modeled AMD (RX 7900 XTX cost model v%d, NOT measured): decode attention, %lld "
       "heads over %lld KV heads of %lld\n",
-      mockgpu::CardModel{}.version, static_cast<long long>(kHeads),
-      static_cast<long long>(kKvHeads), static_cast<long long>(kHeadDim));
+      mockgpu::CardModel{}.version, static_cast<long long>(k8b.heads),
+      static_cast<long long>(k8b.kv_heads), static_cast<long long>(k8b.head_dim));
   for (int64_t p : positions)
-    for (bool kernels : {true, false}) run(p, kernels, lib);
+    for (bool kernels : {true, false}) run(k8b, 1, p, kernels, lib);
+  std::printf("Prefill attention, 24 heads over 4 KV heads of 256\n");
+  for (bool kernels : {true, false}) run(k27b, 32, 416, kernels, lib);
   std::printf("Gated delta rule, 48 value heads of d_k = d_v = 128\n");
   for (int64_t rows : {32, 1})
     for (bool kernels : {true, false}) run_scan(rows, kernels, lib);

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "base/env.h"
-#include "llm/kernels/attention_decode.h"
+#include "llm/kernels/flash_attention.h"
 #include "runtime/device_features.h"
 #include "uop/shape.h"
 
@@ -15,10 +15,10 @@ Tensor attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
   const int64_t group = heads / kvh;
   const UOp& sp = chunk.start_pos;
   const std::string& device = q.device();
-  // One row on a GPU: the flash-decode kernels (LLM_KERNELS=0: the generic path below).
-  if (n == 1 && knob_int(Knob::LLM_KERNELS) != 0 && device_features(device).is_gpu &&
-      attention_decode_supports(heads, kvh, hd))
-    return attention_decode(q, k_cache, v_cache, sp);
+  // On a GPU: the flash-attention kernels (LLM_KERNELS=0: the generic path below).
+  if (knob_int(Knob::LLM_KERNELS) != 0 && device_features(device).is_gpu &&
+      flash_attention_supports(heads, kvh, hd))
+    return flash_attention(q, k_cache, v_cache, sp);
   auto at = [&](const Tensor& cache, const UOp& lo, const UOp& hi) {
     return cache.shrink_to({{dim(0), dim(kvh)}, {lo, hi}, {dim(0), dim(hd)}});
   };

@@ -11,7 +11,7 @@ namespace ugrad::llm {
 /// chunk's own keys and values already: query i sits at start_pos + i and sees the keys at
 /// positions <= start_pos + i; heads share a key-value head in groups of heads / kv_heads.
 /// Rows of the cache past start_pos + rows are never read. Returns (rows, heads * head_dim).
-/// One row on a GPU runs the flash-decode kernels (attention_decode.h), unless LLM_KERNELS=0.
+/// On a GPU it runs the flash-attention kernels (flash_attention.h), unless LLM_KERNELS=0.
 Tensor attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Chunk& chunk);
 
 }  // namespace ugrad::llm

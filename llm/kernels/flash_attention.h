@@ -1,0 +1,46 @@
+// Flash attention: the chunk's query rows (one in decode, up to a prefill chunk's 32) against a
+// half-precision KV cache, split over positions so a long context fills the GPU, in two
+// hand-written kernels (codegen/kernel_builder.h; they also run on the CPU, which is how the
+// tests compare them everywhere):
+//   split    one workgroup per (32 positions, KV head, query row): the tile of keys and values
+//            is read into LDS (16-byte loads, coalesced) with the group's queries beside it, one
+//            wave per query head of the group scores the 32 positions (one per lane, the scale
+//            and log2(e) folded in, so the softmax is exp2), and writes the split's max m, sum l
+//            of exp2(s - m) and the unnormalized weighted sum of the values;
+//   combine  one workgroup per (query head, row), one work-item per head dimension: the splits'
+//            partials rescaled by exp2(m_s - max m) and normalized (32 splits per step, their
+//            loads issued together).
+// Row r sits at position start_pos + r and sees positions <= start_pos + r (causal). The number
+// of splits follows start_pos (a kernel variable): a call reads the filled prefix only. A
+// position past a row's last is read as that last one and weighted 0, so rows of the cache past
+// the valid length (zeros, stale values or NaN) never reach the result; a split wholly past a
+// row's last gives that row nothing.
+#pragma once
+#include <cstdint>
+
+#include "tensor/tensor.h"
+#include "uop/uop.h"
+
+namespace ugrad::llm {
+
+/// Positions per split (one per lane of a wave).
+inline constexpr int64_t kFlashSplit = 32;
+
+/// Whether the kernels take `heads` query heads over `kv_heads` KV heads of `head_dim`.
+bool flash_attention_supports(int64_t heads, int64_t kv_heads, int64_t head_dim);
+
+/// The kernels' ASTs for `rows` query rows of the shape, caches of `capacity` positions and the
+/// variable start_pos in [0, max_pos] (max_pos + rows <= capacity; cached by name).
+UOp flash_attention_split_kernel(int64_t rows, int64_t heads, int64_t kv_heads, int64_t head_dim,
+                                 int64_t capacity, int64_t max_pos);
+UOp flash_attention_combine_kernel(int64_t rows, int64_t heads, int64_t head_dim, int64_t capacity,
+                                   int64_t max_pos);
+
+/// Attention of q (rows, heads, head_dim) float32 at positions start_pos + [0, rows) (the bound
+/// variable "start_pos", whose range lies inside the cache) over the caches (kv_heads, capacity,
+/// head_dim) float16, which hold the rows' own keys and values already: (rows, heads *
+/// head_dim), as llm/kernels/attention.h's attention().
+Tensor flash_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                       const UOp& start_pos);
+
+}  // namespace ugrad::llm
