@@ -1,6 +1,7 @@
 // Modeled AMD speed of the models: one decode step and one 32-token prefill chunk of Qwen3-0.6B
-// (Q8_0), Qwen3-8B (Q4_K) and Qwen3.6-27B (IQ4_XS, hybrid) shapes, with the hand-written kernels
-// where the device takes them (LLM_KERNELS=0: the generic path only), run as gfx1100 code on the
+// (Q8_0), Qwen3-8B (Q4_K) and Qwen3.6-27B (IQ4_XS, hybrid) shapes, and for the 27B the 401-token
+// prompt its reference figure was measured with; with the hand-written kernels where the device
+// takes them (LLM_KERNELS=0: the generic path only), run as gfx1100 code on the
 // emulator (test/mockgpu) and timed by its cost model of an RX 7900 XTX. MODELED, not measured:
 // no AMD card runs here (docs/rdna3.md, "Cost model").
 //
@@ -49,6 +50,7 @@ struct ModelShape {
   GgmlType head_type;
   double ref_decode_generic, ref_decode_hand, ref_prefill_generic, ref_prefill_hand;
   int decode_sample, prefill_sample;  // MOCKGPU_SAMPLE per phase
+  int64_t prompt;                     // the reference's prefill prompt, when known (0: not)
 };
 
 std::vector<ModelShape> shapes() {
@@ -82,9 +84,10 @@ std::vector<ModelShape> shapes() {
   q27.ssm_key_head_dim = 128;
   q27.ssm_value_head_dim = 128;
   q27.weight_type = GgmlType::IQ4_XS;
-  return {{"qwen3-0.6b Q8_0", q06, 28, 151936, GgmlType::Q8_0, 0, 0, 0, 0, 4, 16},
-          {"qwen3-8b Q4_K", q8b, 36, 151936, GgmlType::Q4_K, 16.5, 114.8, 69, 536, 16, 8},
-          {"qwen3.6-27b IQ4_XS", q27, 16, 248320, GgmlType::IQ4_XS, 0, 45.5, 0, 348.7, 32, 16}};
+  return {
+      {"qwen3-0.6b Q8_0", q06, 28, 151936, GgmlType::Q8_0, 0, 0, 0, 0, 4, 16, 0},
+      {"qwen3-8b Q4_K", q8b, 36, 151936, GgmlType::Q4_K, 16.5, 114.8, 69, 536, 16, 8, 0},
+      {"qwen3.6-27b IQ4_XS", q27, 16, 248320, GgmlType::IQ4_XS, 0, 45.5, 0, 348.7, 32, 16, 401}};
 }
 
 // Modeled seconds of every launch libmockhip.so recorded since the last clear.
@@ -131,16 +134,22 @@ Modeled operator*(double k, Modeled a) {
 
 struct Step {
   Modeled prefill, decode;
+  Modeled last_chunk;  // the prompt's last chunk (when the shape has a prompt)
 };
 
-// One prefill chunk, then one decode step after it, on a model of `layers` unit layers.
+// The prompt's last chunk: its start and length.
+int64_t last_start(int64_t prompt) { return (prompt - 1) / kChunk * kChunk; }
+
+// One prefill chunk, then one decode step after it, on a model of `layers` unit layers; and the
+// last chunk of the shape's prompt (its cost grows with the positions attention reads).
 Step run_model(const ModelShape& s, uint32_t units, const std::string& lib) {
   DemoModelOptions o = s.unit;
   o.n_layers = s.unit.n_layers * units;
   o.distinct_rows = 4;
   bench::TempModel file("bench_amd_modeled", o);
   GgufFile gguf = GgufFile::open(file.path);
-  std::unique_ptr<LanguageModel> model = load_model(gguf, 2 * kChunk, "AMD");
+  std::unique_ptr<LanguageModel> model =
+      load_model(gguf, std::max<int64_t>(2 * kChunk, s.prompt + 1), "AMD");
   std::vector<int32_t> tokens(kChunk + 1);
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>(7 + 3 * i);
   Step step;
@@ -151,6 +160,13 @@ Step run_model(const ModelShape& s, uint32_t units, const std::string& lib) {
   setenv("MOCKGPU_SAMPLE", std::to_string(s.decode_sample).c_str(), 1);
   model->forward(std::span(tokens).subspan(kChunk, 1), kChunk).to_vector<float>();
   step.decode = modeled(lib);
+  if (s.prompt > kChunk) {
+    // Timings do not depend on values: the positions before it need not run.
+    const int64_t start = last_start(s.prompt);
+    setenv("MOCKGPU_SAMPLE", std::to_string(s.prefill_sample).c_str(), 1);
+    model->forward(std::span(tokens).first(s.prompt - start), start).to_vector<float>();
+    step.last_chunk = modeled(lib);
+  }
   return step;
 }
 
@@ -217,8 +233,21 @@ int main(int argc, char** argv) {
     std::printf("%s: %u units of %u layers, vocab %u (emulated in %.0f s)\n", s.name.c_str(),
                 s.units, s.unit.n_layers, s.vocab, bench::seconds(t0));
     report("decode", whole(one.decode, two.decode), 1, s.ref_decode_generic, s.ref_decode_hand);
-    report("prefill", whole(one.prefill, two.prefill), kChunk, s.ref_prefill_generic,
-           s.ref_prefill_hand);
+    // A reference measured over a known prompt is shown with the prompt's figure below.
+    const bool by_prompt = s.prompt > kChunk;
+    report("prefill", whole(one.prefill, two.prefill), kChunk,
+           by_prompt ? 0 : s.ref_prefill_generic, by_prompt ? 0 : s.ref_prefill_hand);
+    if (by_prompt) {
+      // The prompt's chunks: the first and the last modeled, the ones between interpolated (the
+      // attention layers' cost grows linearly with the positions); only the last makes logits.
+      const int64_t chunks = last_start(s.prompt) / kChunk + 1;
+      const Modeled first = whole(one.prefill, two.prefill),
+                    last = whole(one.last_chunk, two.last_chunk);
+      const Modeled prompt = double(chunks) * 0.5 * (first + last) - double(chunks - 1) * head;
+      std::printf("  prompt of %lld tokens in %lld chunks (the first and last modeled):\n",
+                  static_cast<long long>(s.prompt), static_cast<long long>(chunks));
+      report("prefill", prompt, double(s.prompt), s.ref_prefill_generic, s.ref_prefill_hand);
+    }
     for (const auto& [phase, m] : {std::pair{"decode", &one.decode}, {"prefill", &one.prefill}}) {
       std::printf("  costliest launches of one unit's %s:\n", phase);
       for (const std::string& d : m->slowest) std::printf("    %s\n", d.c_str());

@@ -79,9 +79,11 @@ void run_scan(int64_t rows, bool kernels, const std::string& lib) {
                  Tensor::full({rows, kValueHeads}, 0.5, dtypes::float32, "AMD").contiguous(),
                  Tensor::full({rows, kValueHeads}, -0.1, dtypes::float32, "AMD").contiguous()};
   Tensor::realize_all(in);
-  gated_delta_rule(in[0], in[1], in[2], in[3], in[4], in[5]).realize();
+  // Past the first chunk: the state is read.
+  const UOp start_pos = make_chunk(rows, 4096).bind(384, rows).start_pos;
+  gated_delta_rule(in[0], in[1], in[2], in[3], in[4], in[5], start_pos).realize();
   mockgpu::clear_launch_records(lib);
-  gated_delta_rule(in[0], in[1], in[2], in[3], in[4], in[5]).realize();
+  gated_delta_rule(in[0], in[1], in[2], in[3], in[4], in[5], start_pos).realize();
   std::printf("  %s, %lld rows\n", kernels ? "fused scan" : "generic path",
               static_cast<long long>(rows));
   std::printf("    total %.1f us MODELED\n", report(lib) * 1e6);

@@ -1,5 +1,6 @@
 #include "llm/kernels/chunk.h"
 
+#include "base/error.h"
 #include "schedule/schedule.h"
 #include "uop/shape.h"
 
@@ -8,6 +9,13 @@ namespace ugrad::llm {
 Chunk make_chunk(int64_t rows, int64_t max_context) {
   UOp len = rows == 1 ? dim(1) : UOp::variable("chunk_len", 1, rows);
   return {rows, UOp::variable("start_pos", 0, max_context - 1), len};
+}
+
+UOp start_pos_variable(const UOp& bound, const char* kernel) {
+  const UOp var = unbind_variable(bound).first;
+  if (var.op() != Op::PARAM || var.arg_as<ParamArg>().name != "start_pos")
+    fail("{}: start_pos must be the bound variable 'start_pos'", kernel);
+  return var;
 }
 
 Chunk Chunk::bind(int64_t sp, int64_t n) const {

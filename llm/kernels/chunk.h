@@ -26,4 +26,8 @@ struct Chunk {
 /// The chunk of `rows` rows for a model of `max_context` positions.
 Chunk make_chunk(int64_t rows, int64_t max_context);
 
+/// The variable under a bound start_pos (Chunk::start_pos bound by a call), for a hand-written
+/// kernel that takes it as a parameter; an Error names `kernel` when `bound` is anything else.
+UOp start_pos_variable(const UOp& bound, const char* kernel);
+
 }  // namespace ugrad::llm

@@ -10,10 +10,11 @@ namespace ugrad::llm {
 
 namespace {
 
-// One row (decode), in place: [M' k | M' q] with M' = decay M from the old state, then
+// One row (decode), in place (`old` is the state as read): [M' k | M' q] with M' = decay M from
+// the old state, then
 // M <- M' + beta (v - M' k) (x) k, out = M' q + beta (v - M' k) (k . q).
-Tensor delta_rule_row(const Tensor& state, const Tensor& q, const Tensor& k, const Tensor& v,
-                      const Tensor& beta, const Tensor& log_decay) {
+Tensor delta_rule_row(const Tensor& state, const Tensor& old, const Tensor& q, const Tensor& k,
+                      const Tensor& v, const Tensor& beta, const Tensor& log_decay) {
   const int64_t heads = q.size(1), dk = q.size(2), dv = v.size(2);
   // Read by several kernels: computed once. [k | q] (heads, 2, d_k).
   Tensor in[] = {cat({k.reshape({heads, 1, dk}), q.reshape({heads, 1, dk})}, 1),
@@ -23,7 +24,7 @@ Tensor delta_rule_row(const Tensor& state, const Tensor& q, const Tensor& k, con
   const Tensor &kq = in[0], &vs = in[1], &betas = in[2], &decay = in[3];
   Tensor k1 = kq.shrink({{0, heads}, {0, 1}, {0, dk}}),
          q1 = kq.shrink({{0, heads}, {1, 2}, {0, dk}});
-  Tensor proj = ((state * decay).unsqueeze(2) * kq.unsqueeze(1)).sum({-1});
+  Tensor proj = ((old * decay).unsqueeze(2) * kq.unsqueeze(1)).sum({-1});
   auto delta = [&](const Tensor& p) {  // (heads, d_v)
     return betas * (vs - p.shrink({{0, heads}, {0, dv}, {0, 1}}).reshape({heads, dv}));
   };
@@ -32,7 +33,7 @@ Tensor delta_rule_row(const Tensor& state, const Tensor& q, const Tensor& k, con
   Tensor done[] = {out.reshape({1, heads, dv}), proj};
   Tensor::realize_all(done);
   // In place: each element is read and written by one thread, after the projection it needs.
-  state.assign(state * decay + delta(done[1]).reshape({heads, dv, 1}) * k1).realize();
+  state.assign(old * decay + delta(done[1]).reshape({heads, dv, 1}) * k1).realize();
   return done[0];
 }
 
@@ -53,8 +54,8 @@ Tensor index_mask(int64_t n, Pred pred, const std::string& device) {
 //   S <- exp(G_last) S + (k exp(G_last - G))^T V'.
 // A padded row (beta 0, log decay 0) has a zero row in A, so its row of T is e_i and its rows of
 // U, W and V' are exactly zero: it adds exact zeros to the state and to the other rows' outputs.
-Tensor delta_rule_chunk(const Tensor& state, const Tensor& q, const Tensor& k, const Tensor& v,
-                        const Tensor& beta, const Tensor& log_decay) {
+Tensor delta_rule_chunk(const Tensor& state, const Tensor& old, const Tensor& q, const Tensor& k,
+                        const Tensor& v, const Tensor& beta, const Tensor& log_decay) {
   const int64_t n = q.size(0), heads = q.size(1);
   const std::string& device = state.device();
   // Heads first: (heads, n, d); beta (heads, n, 1); G (heads, n).
@@ -83,7 +84,7 @@ Tensor delta_rule_chunk(const Tensor& state, const Tensor& q, const Tensor& k, c
     t = (t - t.matmul(off).matmul(t)).contiguous();
   }
   Tensor eg = cum.exp().unsqueeze(-1);  // (heads, n, 1)
-  Tensor s = state.transpose();         // (heads, d_k, d_v)
+  Tensor s = old.transpose();           // (heads, d_k, d_v)
   Tensor vp = t.matmul(vh * bh) - t.matmul(kb * eg).matmul(s);
   Tensor out = (qh * eg).matmul(s) + (qh.matmul(kh.transpose()) * decays).matmul(vp);
   Tensor done[] = {out.permute({1, 0, 2}), vp};
@@ -91,7 +92,7 @@ Tensor delta_rule_chunk(const Tensor& state, const Tensor& q, const Tensor& k, c
   // In place: element (h, j, i) reads only itself of the old state (and V', computed before).
   Tensor g_last = cum.shrink({{0, heads}, {n - 1, n}});  // (heads, 1)
   Tensor k_decayed = kh * (g_last - cum).exp().unsqueeze(-1);
-  state.assign(state * g_last.exp().unsqueeze(-1) + done[1].transpose().matmul(k_decayed))
+  state.assign(old * g_last.exp().unsqueeze(-1) + done[1].transpose().matmul(k_decayed))
       .realize();
   return done[0];
 }
@@ -99,12 +100,15 @@ Tensor delta_rule_chunk(const Tensor& state, const Tensor& q, const Tensor& k, c
 }  // namespace
 
 Tensor gated_delta_rule(const Tensor& state, const Tensor& q, const Tensor& k, const Tensor& v,
-                        const Tensor& beta, const Tensor& log_decay) {
+                        const Tensor& beta, const Tensor& log_decay, const UOp& start_pos) {
   if (knob_int(Knob::LLM_KERNELS) != 0 && device_features(state.device()).is_gpu &&
       delta_scan_supports(q.size(0), q.size(2), v.size(2)))
-    return delta_scan(state, q, k, v, beta, log_decay);
-  return q.size(0) == 1 ? delta_rule_row(state, q, k, v, beta, log_decay)
-                        : delta_rule_chunk(state, q, k, v, beta, log_decay);
+    return delta_scan(state, q, k, v, beta, log_decay, start_pos);
+  // The state as this chunk reads it: zeros at position 0 (a selection: NaN left in the buffer
+  // does not leak).
+  const Tensor old = Tensor::from_dim(start_pos, state.device()).gt(0).where(state, 0.0);
+  return q.size(0) == 1 ? delta_rule_row(state, old, q, k, v, beta, log_decay)
+                        : delta_rule_chunk(state, old, q, k, v, beta, log_decay);
 }
 
 }  // namespace ugrad::llm

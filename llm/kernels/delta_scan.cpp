@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "codegen/kernel_builder.h"
+#include "llm/kernels/chunk.h"
 #include "llm/kernels/kernel_cache.h"
 #include "tensor/custom_kernel.h"
 
@@ -14,7 +15,8 @@ namespace {
 
 constexpr int64_t kLdsBytes = 64 * 1024;  // a workgroup's LDS on gfx11
 
-UOp build(int64_t rows, int64_t heads, int64_t dk, int64_t dv, const std::string& name) {
+UOp build(int64_t rows, int64_t heads, int64_t dk, int64_t dv, int64_t max_pos,
+          const std::string& name) {
   KernelBuilder kb;
   UOp out = kb.buffer(dtypes::float32, rows * heads * dv);
   UOp state = kb.buffer(dtypes::float32, heads * dv * dk);
@@ -40,7 +42,10 @@ UOp build(int64_t rows, int64_t heads, int64_t dk, int64_t dv, const std::string
   }
   UOp shared = KernelBuilder::barrier(qk, stores);
   std::vector<UOp> s(static_cast<size_t>(dk));
-  for (int64_t i = 0; i < dk; ++i) s[i] = kb.load(state, (head * dv + j) * dk + i);
+  // A sequence's first chunk starts from zeros: the old state is not read at all (a fresh buffer
+  // may hold anything, NaN included).
+  const UOp continues = UOp::variable("start_pos", 0, max_pos).ne(UOp::cnst_int(dtypes::index, 0));
+  for (int64_t i = 0; i < dk; ++i) s[i] = kb.load(state, (head * dv + j) * dk + i, continues);
   const UOp log2e = UOp::cnst(dtypes::float32, 1.0 / std::log(2.0));
   for (int64_t t = 0; t < rows; ++t) {
     const UOp at = UOp::cnst_int(dtypes::index, t * heads) + head;
@@ -69,19 +74,23 @@ bool delta_scan_supports(int64_t rows, int64_t dk, int64_t dv) {
   return rows >= 1 && dk >= 1 && dv >= 1 && dv <= 1024 && rows * 3 * dk * 4 <= kLdsBytes;
 }
 
-UOp delta_scan_kernel(int64_t rows, int64_t heads, int64_t dk, int64_t dv) {
-  if (!delta_scan_supports(rows, dk, dv) || heads < 1)
-    fail("delta_scan: no kernel for {} rows of {} heads of d_k {}, d_v {}", rows, heads, dk, dv);
-  const std::string name = fmt::format("delta_scan_{}x{}x{}x{}", rows, heads, dk, dv);
-  return cached_kernel(name, [&] { return build(rows, heads, dk, dv, name); });
+UOp delta_scan_kernel(int64_t rows, int64_t heads, int64_t dk, int64_t dv, int64_t max_pos) {
+  if (!delta_scan_supports(rows, dk, dv) || heads < 1 || max_pos < 0)
+    fail("delta_scan: no kernel for {} rows of {} heads of d_k {}, d_v {} (start_pos to {})", rows,
+         heads, dk, dv, max_pos);
+  const std::string name = fmt::format("delta_scan_{}x{}x{}x{}_max{}", rows, heads, dk, dv, max_pos);
+  return cached_kernel(name, [&] { return build(rows, heads, dk, dv, max_pos, name); });
 }
 
 Tensor delta_scan(const Tensor& state, const Tensor& q, const Tensor& k, const Tensor& v,
-                  const Tensor& beta, const Tensor& log_decay) {
+                  const Tensor& beta, const Tensor& log_decay, const UOp& start_pos) {
   const int64_t rows = q.size(0), heads = q.size(1), dk = q.size(2), dv = v.size(2);
-  UOp ast = delta_scan_kernel(rows, heads, dk, dv);
-  return custom_kernel(ast, {Tensor::empty({rows, heads, dv}, dtypes::float32, state.device()),
-                             state, q, k, v, beta, log_decay})[0];
+  const int64_t max_pos = start_pos_variable(start_pos, "delta_scan").arg_as<ParamArg>().hi;
+  UOp ast = delta_scan_kernel(rows, heads, dk, dv, max_pos);
+  return custom_kernel(ast,
+                       {Tensor::empty({rows, heads, dv}, dtypes::float32, state.device()), state,
+                        q, k, v, beta, log_decay},
+                       {start_pos})[0];
 }
 
 }  // namespace ugrad::llm

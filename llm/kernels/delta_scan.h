@@ -3,7 +3,8 @@
 // work-item per (value head, value dim j) keeps column j of the head's state, d_k floats, in
 // registers for the whole chunk, reads the chunk's q, k, v, beta and decay once (q and k
 // through LDS, shared by the head's work-items), writes each row's output once and the final
-// column back in place. Column j evolves alone:
+// column back in place. At start_pos 0 (a kernel parameter) the chunk starts from a zero state
+// without reading the old one. Column j evolves alone:
 //   p = S_j . k,  u = beta (v_j - decay p),  out_j = decay (S_j . q) + u (k . q),
 //   S_j <- decay S_j + u k
 // A padded row (beta 0, log decay 0) multiplies by exp2(0) = 1 and adds 0 x finite: the state
@@ -20,12 +21,13 @@ namespace ugrad::llm {
 /// times d_k floats a row, fit in a workgroup's 64 KiB of LDS).
 bool delta_scan_supports(int64_t rows, int64_t dk, int64_t dv);
 
-/// The kernel's AST for `rows` rows of `heads` value heads (cached by name).
-UOp delta_scan_kernel(int64_t rows, int64_t heads, int64_t dk, int64_t dv);
+/// The kernel's AST for `rows` rows of `heads` value heads and the variable start_pos in
+/// [0, max_pos] (cached by name).
+UOp delta_scan_kernel(int64_t rows, int64_t heads, int64_t dk, int64_t dv, int64_t max_pos);
 
-/// gated_delta_rule (delta_rule.h) by the kernel: the same arguments and result; `state`
-/// (heads, d_v, d_k) float32 is overwritten in place.
+/// gated_delta_rule (delta_rule.h) by the kernel: the same arguments (start_pos the bound
+/// variable "start_pos") and result; `state` (heads, d_v, d_k) float32 is overwritten in place.
 Tensor delta_scan(const Tensor& state, const Tensor& q, const Tensor& k, const Tensor& v,
-                  const Tensor& beta, const Tensor& log_decay);
+                  const Tensor& beta, const Tensor& log_decay, const UOp& start_pos);
 
 }  // namespace ugrad::llm

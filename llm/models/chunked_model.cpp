@@ -49,7 +49,6 @@ Tensor ChunkedModel::run(std::span<const int32_t> tokens, int64_t start_pos, boo
   if (start_pos < 0 || start_pos + n > max_context_)
     fail("forward: positions [{}, {}) exceed the context of {} tokens", start_pos, start_pos + n,
          max_context_);
-  before_forward(start_pos);
   const int64_t rows = n == 1 ? 1 : kMaxChunk;
   const bool head = logits || rows == 1;  // one decode graph: a 1-token chunk makes logits anyway
   Step& step = steps_[{rows, head}];

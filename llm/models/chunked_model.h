@@ -22,7 +22,7 @@ namespace ugrad::llm {
 
 class ChunkedModel : public LanguageModel {
  public:
-  /// Checks the call, runs before_forward(), then the graph for the chunk (eagerly on its first
+  /// Checks the call, then runs the graph for the chunk (eagerly on its first
   /// call, capturing on the second, replaying after). See LanguageModel::forward.
   Tensor forward(std::span<const int32_t> tokens, int64_t start_pos) final;
   void prefill(std::span<const int32_t> tokens, int64_t start_pos) final;
@@ -46,8 +46,6 @@ class ChunkedModel : public LanguageModel {
   /// cos and sin are the RoPE tables of the chunk's positions (rows, 1, n_rot / 2); the chunk's
   /// variables are bound.
   virtual Tensor layers(Tensor x, const Tensor& cos, const Tensor& sin, const Chunk& chunk) = 0;
-  /// Runs before each call's graph (a recurrent model starts over at position 0).
-  virtual void before_forward(int64_t /*start_pos*/) {}
 
   GgufFile file_;
   ModelConfig config_;

@@ -16,7 +16,6 @@ double Generator::warm_up(const SamplingOptions& sampling) {
     model_.forward(std::span(dummy).first(1), 0);
   }
   Sampler(sampling, model_.device()).warm_up(model_.config().vocab_size);
-  model_.reset();
   cached_.clear();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -41,10 +40,7 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt, const Genera
   while (common < cached_.size() && common < prompt.size() && cached_[common] == prompt[common])
     ++common;
   size_t start = std::min(common, prompt.size() - 1);
-  if (model_.recurrent() && start != cached_.size()) {
-    model_.reset();
-    start = 0;
-  }
+  if (model_.recurrent() && start != cached_.size()) start = 0;  // position 0 starts over
   result.reused_tokens = static_cast<int64_t>(start);
   cached_.assign(prompt.begin(), prompt.begin() + start);
 

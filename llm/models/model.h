@@ -33,8 +33,6 @@ class LanguageModel {
   /// True when the model carries a recurrent state that cannot be rolled back: it continues only
   /// from exactly the tokens it has consumed.
   virtual bool recurrent() const { return false; }
-  /// Clears every recurrent state (a KV cache needs no clearing: rows are written before read).
-  virtual void reset() {}
 };
 
 /// The model for the file's architecture, weights left in their GGUF formats, state sized for

@@ -6,7 +6,6 @@
 
 #include "base/error.h"
 #include "base/quote.h"
-#include "runtime/jit.h"
 
 namespace ugrad::llm {
 
@@ -74,27 +73,6 @@ const Tensor& Qwen35Model::recurrent_state(uint32_t layer) const {
   return delta_net_layer(layer).state;
 }
 
-// Through a JIT as well, so that starting a conversation schedules nothing after warm-up.
-void Qwen35Model::reset() {
-  if (!reset_jit_) {
-    reset_jit_ = std::make_unique<GraphJit>(
-        [this](const std::vector<UOp>&) {
-          std::vector<Tensor> zeroed;
-          for (Layer& l : layers_) {
-            if (!l.gdn) continue;
-            zeroed.push_back(l.gdn->conv_state.assign(0.0));
-            zeroed.push_back(l.gdn->state.assign(0.0));
-          }
-          Tensor::realize_all(zeroed);
-          std::vector<UOp> states;
-          for (const Tensor& t : zeroed) states.push_back(t.node());
-          return states;
-        },
-        "qwen35 reset");
-  }
-  (*reset_jit_)({});
-}
-
 // out = Wo (attend(rope(norm(q)), rope(norm(k)), v) * sigmoid(gate)), [q_h | gate_h] per head.
 Tensor Qwen35Model::attention(Attention& l, const Tensor& h, const Tensor& cos, const Tensor& sin,
                               const Chunk& chunk) {
@@ -121,11 +99,12 @@ Tensor Qwen35Model::delta_net(DeltaNet& l, const Tensor& h, const Chunk& chunk) 
                 hk = hc.n_key_heads, hv = hc.n_value_heads, dk = hc.key_head_dim,
                 dv = hc.value_head_dim();
   const float eps = config_.rms_eps;
-  // The conv window: the previous taps-1 inputs, then this chunk's rows.
-  // The projections are materialized (the group's): fused into the concatenation the conv
-  // input's kernel is ~3x slower.
+  // The conv window: the previous taps-1 inputs (zeros at position 0: a new sequence), then this
+  // chunk's rows. The projections are materialized (the group's): fused into the concatenation
+  // the conv input's kernel is ~3x slower.
   const std::vector<Tensor> in = l.in(h);
-  Tensor window = cat({l.conv_state, in[0]}, 0);
+  const Tensor continues = Tensor::from_dim(chunk.start_pos, device_).gt(0);
+  Tensor window = cat({continues.where(l.conv_state, 0.0), in[0]}, 0);
   window.realize();
   // The next conv state: the last taps-1 real inputs (padded rows come after them).
   const UOp& len = chunk.len;
@@ -157,7 +136,7 @@ Tensor Qwen35Model::delta_net(DeltaNet& l, const Tensor& h, const Chunk& chunk) 
     beta = real.where(beta, 0.0);
     log_decay = real.where(log_decay, 0.0);
   }
-  Tensor y = gated_delta_rule(l.state, q, k, v, beta, log_decay);  // (n, H_v, d_v)
+  Tensor y = gated_delta_rule(l.state, q, k, v, beta, log_decay, chunk.start_pos);  // (n, H_v, d_v)
   Tensor z = in[1].reshape({n, hv, dv});
   // Materialized: fused into the projection SiLU(z) would be recomputed once per output column.
   Tensor gated = (rms_norm(y, l.norm, eps) * z.silu()).reshape({n, hv * dv}).contiguous();
@@ -174,11 +153,6 @@ Tensor Qwen35Model::layers(Tensor x, const Tensor& cos, const Tensor& sin, const
     x = x + l.ffn(pre_norm(x, l.ffn_norm, config_.rms_eps));
   }
   return x;
-}
-
-// A new sequence starts from zeroed states.
-void Qwen35Model::before_forward(int64_t start_pos) {
-  if (start_pos == 0) reset();
 }
 
 }  // namespace ugrad::llm

@@ -17,7 +17,6 @@
 #include "llm/gguf/gguf.h"
 #include "llm/kernels/delta_rule.h"
 #include "llm/models/chunked_model.h"
-#include "runtime/jit.h"
 #include "tensor/tensor.h"
 
 namespace ugrad::llm {
@@ -29,11 +28,10 @@ class Qwen35Model : public ChunkedModel {
   /// with the file.
   Qwen35Model(const GgufFile& file, int64_t max_context, const std::string& device = "");
 
-  /// forward() at start_pos 0 starts over from zeroed states; any other start_pos must be the
-  /// number of tokens consumed so far.
+  /// forward() at start_pos 0 starts over from zeroed states (inside the graph: the states are
+  /// read as zeros, whatever the buffers hold); any other start_pos must be the number of tokens
+  /// consumed so far.
   bool recurrent() const override { return true; }
-  /// Zeroes the conv and recurrent states of every Gated DeltaNet layer.
-  void reset() override;
 
   /// The conv state (conv_kernel - 1, conv_dim) of Gated DeltaNet layer `layer`: its last inputs.
   const Tensor& conv_state(uint32_t layer) const;
@@ -65,10 +63,8 @@ class Qwen35Model : public ChunkedModel {
                    const Chunk& chunk);
   Tensor delta_net(DeltaNet& l, const Tensor& h, const Chunk& chunk);
   Tensor layers(Tensor x, const Tensor& cos, const Tensor& sin, const Chunk& chunk) override;
-  void before_forward(int64_t start_pos) override;
 
   std::vector<Layer> layers_;
-  std::unique_ptr<GraphJit> reset_jit_;
 };
 
 }  // namespace ugrad::llm

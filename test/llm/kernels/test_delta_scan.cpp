@@ -1,7 +1,8 @@
 // The fused gated-delta scan (llm/kernels/delta_scan.h) on the default device (CTest runs it again
 // on DEV=AMD through the gfx1100 emulator): against the recurrence in double on the host, chunk
-// lengths 1, 5 and 32; padded rows (beta 0, log decay 0) leave the state and the real rows'
-// outputs bit for bit as a chunk of the real rows alone.
+// lengths 1, 5 and 32 at start positions 0 (a zero state, not read), 31 and 1000; padded rows
+// (beta 0, log decay 0) leave the state and the real rows' outputs bit for bit as a chunk of the
+// real rows alone.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 
 #include "base/env.h"
 #include "base/error.h"
+#include "llm/kernels/chunk.h"
 #include "llm/kernels/delta_scan.h"
 
 using namespace ugrad;
@@ -70,8 +72,10 @@ std::vector<double> reference(const Inputs& in, int64_t rows, std::vector<double
   return out;
 }
 
-// The kernel on the default device: outputs and the final state.
-std::pair<std::vector<float>, std::vector<float>> run(const Inputs& in, int64_t rows) {
+// The kernel on the default device at `start_pos` (0: the state is not read): outputs and the
+// final state.
+std::pair<std::vector<float>, std::vector<float>> run(const Inputs& in, int64_t rows,
+                                                      int64_t start_pos = 31) {
   const std::string dev = knob_str(Knob::DEV);
   Tensor state = Tensor::from_vector(in.state, {kHeads, kDv, kDk}, dtypes::float32, dev).realize();
   auto t = [&](const std::vector<float>& x, std::vector<int64_t> shape) {
@@ -82,23 +86,30 @@ std::pair<std::vector<float>, std::vector<float>> run(const Inputs& in, int64_t 
   };
   Tensor out = delta_scan(state, t(in.q, {rows, kHeads, kDk}), t(in.k, {rows, kHeads, kDk}),
                           t(in.v, {rows, kHeads, kDv}), t(in.beta, {rows, kHeads}),
-                          t(in.log_decay, {rows, kHeads}));
+                          t(in.log_decay, {rows, kHeads}),
+                          make_chunk(rows, 2048).bind(start_pos, rows).start_pos);
   return {out.to_vector<float>(), state.to_vector<float>()};
 }
 
 }  // namespace
 
 TEST_CASE("delta_scan: matches the recurrence in double for chunks of 1, 5 and 32 rows") {
-  for (int64_t rows : {1, 5, 32}) {
-    CAPTURE(rows);
-    const Inputs in = inputs(rows, rows, 3);
-    std::vector<double> state(in.state.begin(), in.state.end());
-    const std::vector<double> want = reference(in, rows, state);
-    const auto [out, got_state] = run(in, rows);
-    REQUIRE(out.size() == want.size());
-    for (size_t i = 0; i < want.size(); ++i) CHECK(std::fabs(out[i] - want[i]) < 1e-4);
-    for (size_t i = 0; i < state.size(); ++i) CHECK(std::fabs(got_state[i] - state[i]) < 1e-5);
-  }
+  // Start position 0 reads the state as zeros (the buffer holds NaN: none of it may leak); 31
+  // and 1000 read it.
+  for (int64_t start_pos : {0, 31, 1000})
+    for (int64_t rows : {1, 5, 32}) {
+      CAPTURE(start_pos);
+      CAPTURE(rows);
+      Inputs in = inputs(rows, rows, 3);
+      if (start_pos == 0) in.state.assign(in.state.size(), 0.0f);
+      std::vector<double> state(in.state.begin(), in.state.end());
+      const std::vector<double> want = reference(in, rows, state);
+      if (start_pos == 0) in.state.assign(in.state.size(), NAN);
+      const auto [out, got_state] = run(in, rows, start_pos);
+      REQUIRE(out.size() == want.size());
+      for (size_t i = 0; i < want.size(); ++i) CHECK(std::fabs(out[i] - want[i]) < 1e-4);
+      for (size_t i = 0; i < state.size(); ++i) CHECK(std::fabs(got_state[i] - state[i]) < 1e-5);
+    }
 }
 
 TEST_CASE("delta_scan: padded rows change nothing, bit for bit") {
@@ -126,5 +137,6 @@ TEST_CASE("delta_scan: a clear error for shapes it does not take") {
   CHECK(delta_scan_supports(32, 128, 128));
   CHECK(!delta_scan_supports(32, 256, 128));  // q and k of 32 rows exceed 64 KiB of LDS
   CHECK(delta_scan_supports(16, 256, 128));
-  CHECK_THROWS_WITH_AS(delta_scan_kernel(32, 2, 300, 64), doctest::Contains("d_k 300"), Error);
+  CHECK_THROWS_WITH_AS(delta_scan_kernel(32, 2, 300, 64, 100), doctest::Contains("d_k 300"),
+                       Error);
 }

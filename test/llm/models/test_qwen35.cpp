@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "llm/config/demo_model.h"
+#include "llm/kernels/chunk.h"
 #include "llm/models/generate.h"
 #include "llm/models/qwen35.h"
 #include "runtime/jit.h"
@@ -95,7 +96,7 @@ std::vector<float> floats(const Tensor& t) { return t.to_vector<float>(); }
 
 // Inputs of gated_delta_rule for `rows` rows of `heads` heads, host side.
 struct DeltaInputs {
-  int64_t heads = 0, dk = 0, dv = 0, rows = 0;
+  int64_t heads = 0, dk = 0, dv = 0, rows = 0, start_pos = 1;  // 0: m0 is read as zeros
   std::vector<float> m0, q, k, v, beta, log_decay;
 };
 
@@ -134,7 +135,8 @@ std::pair<std::vector<float>, std::vector<float>> run_delta(const DeltaInputs& i
   Tensor state = t(in.m0, {h, in.dv, in.dk}).contiguous();
   state.realize();
   Tensor y = gated_delta_rule(state, t(in.q, {n, h, in.dk}), t(in.k, {n, h, in.dk}),
-                              t(in.v, {n, h, in.dv}), t(in.beta, {n, h}), t(in.log_decay, {n, h}));
+                              t(in.v, {n, h, in.dv}), t(in.beta, {n, h}), t(in.log_decay, {n, h}),
+                              make_chunk(n, 64).bind(in.start_pos, n).start_pos);
   return {floats(y), floats(state)};
 }
 
@@ -298,6 +300,20 @@ TEST_CASE("gated delta rule: padded rows (beta 0, log decay 0) change nothing, b
   CHECK(same_bits(run_delta(one).second, one.m0));
 }
 
+TEST_CASE("gated delta rule: at start_pos 0 the state is read as zeros, NaN in the buffer too") {
+  for (int64_t rows : {1, 5, 32}) {
+    CAPTURE(rows);
+    DeltaInputs in = random_delta_inputs(3, 16, 8, rows, 21);
+    in.start_pos = 0;
+    in.m0.assign(in.m0.size(), NAN);
+    auto [out, state] = run_delta(in);
+    in.m0.assign(in.m0.size(), 0.0f);
+    auto [want_out, want_state] = reference_delta(in);
+    CHECK(rel_err(out, want_out) < 1e-5);
+    CHECK(rel_err(state, want_state) < 1e-5);
+  }
+}
+
 TEST_CASE("generate: a recurrent model continues an extending prompt and restarts otherwise") {
   GgufFile file = demo(GgmlType::F32, 9);
   Qwen35Model reused(file, 64, "CPU"), fresh(file, 64, "CPU");
@@ -321,9 +337,7 @@ TEST_CASE("after warm-up, prefill and decode calls neither schedule nor compile"
   GgufFile file = demo(GgmlType::Q8_0, 3);
   Qwen35Model model(file, 64, "CPU");
   std::vector<int32_t> prompt = long_prompt(20);
-  // Two calls of each row count, and of reset() (forward at position 0 resets): the eager call
-  // and the capture.
-  model.reset();
+  // Two calls of each row count: the eager call and the capture.
   logits(model, std::span(prompt).first(9), 0);
   logits(model, std::span(prompt).subspan(9, 1), 9);
   logits(model, std::span(prompt).subspan(10, 3), 10);
@@ -331,7 +345,6 @@ TEST_CASE("after warm-up, prefill and decode calls neither schedule nor compile"
   JitStats before = jit_stats();
   std::vector<float> replayed = logits(model, std::span(prompt).subspan(14, 5), 14);
   replayed = logits(model, std::span(prompt).subspan(19, 1), 19);
-  model.reset();
   logits(model, std::span(prompt).first(1), 0);
   CHECK(jit_stats().schedules == before.schedules);
   CHECK(jit_stats().compiles == before.compiles);
@@ -341,18 +354,24 @@ TEST_CASE("after warm-up, prefill and decode calls neither schedule nor compile"
   CHECK(rel_err(replayed, want) < 1e-4);
 }
 
-TEST_CASE("reset zeroes the states, position 0 starts over") {
+TEST_CASE("position 0 starts over from zeroed states, whatever the buffers hold") {
   GgufFile file = demo(GgmlType::F32, 4);
   Qwen35Model model(file, 32, "CPU");
   std::vector<int32_t> prompt = long_prompt(6);
   std::vector<float> first = logits(model, prompt, 0);
   std::vector<float> state = floats(model.recurrent_state(0));
   CHECK(std::any_of(state.begin(), state.end(), [](float x) { return x != 0.0f; }));
-  model.reset();
-  for (float x : floats(model.recurrent_state(2))) REQUIRE(x == 0.0f);
-  for (float x : floats(model.conv_state(0))) REQUIRE(x == 0.0f);
-  logits(model, long_prompt(3), 0);
+  // Another sequence, prefill and decode, leaves other states; position 0 reads none of them.
+  std::vector<int32_t> other = long_prompt(3);
+  logits(model, other, 0);
+  logits(model, std::span(other).first(1), 3);
+  CHECK(floats(model.recurrent_state(0)) != state);
   CHECK(rel_err(logits(model, prompt, 0), first) == 0);
+  CHECK(floats(model.recurrent_state(0)) == state);
+  // A decode call at position 0 starts over too.
+  std::vector<float> one = logits(model, std::span(prompt).first(1), 0);
+  Qwen35Model fresh(file, 32, "CPU");
+  CHECK(rel_err(logits(fresh, std::span(prompt).first(1), 0), one) == 0);
   CHECK_THROWS_WITH_AS(model.conv_state(1), doctest::Contains("not a Gated DeltaNet layer"), Error);
 }
 
