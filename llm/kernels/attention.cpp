@@ -9,16 +9,31 @@
 
 namespace ugrad::llm {
 
-Tensor attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+namespace {
+
+// On a GPU: the flash-attention kernels (LLM_KERNELS=0: the generic path).
+bool flash(const Tensor& q, const Tensor& k_cache) {
+  return knob_int(Knob::LLM_KERNELS) != 0 && device_features(q.device()).is_gpu &&
+         flash_attention_supports(q.size(1), k_cache.size(0), k_cache.size(2));
+}
+
+}  // namespace
+
+Tensor attention_query(const Tensor& q, const Tensor& k_cache, const Chunk& chunk) {
+  const bool half =
+      flash(q, k_cache) &&
+      flash_attention_half_query(chunk.rows, q.size(1), k_cache.size(0), k_cache.size(2));
+  return half ? q.cast(dtypes::float16) : q;
+}
+
+Tensor attention(const Tensor& q_in, const Tensor& k_cache, const Tensor& v_cache,
                  const Chunk& chunk) {
-  const int64_t n = chunk.rows, heads = q.size(1), kvh = k_cache.size(0), hd = k_cache.size(2);
+  const int64_t n = chunk.rows, heads = q_in.size(1), kvh = k_cache.size(0), hd = k_cache.size(2);
   const int64_t group = heads / kvh;
   const UOp& sp = chunk.start_pos;
-  const std::string& device = q.device();
-  // On a GPU: the flash-attention kernels (LLM_KERNELS=0: the generic path below).
-  if (knob_int(Knob::LLM_KERNELS) != 0 && device_features(device).is_gpu &&
-      flash_attention_supports(heads, kvh, hd))
-    return flash_attention(q, k_cache, v_cache, sp);
+  const std::string& device = q_in.device();
+  if (flash(q_in, k_cache)) return flash_attention(q_in, k_cache, v_cache, sp);
+  const Tensor q = q_in.cast(dtypes::float32);
   auto at = [&](const Tensor& cache, const UOp& lo, const UOp& hi) {
     return cache.shrink_to({{dim(0), dim(kvh)}, {lo, hi}, {dim(0), dim(hd)}});
   };

@@ -92,8 +92,7 @@ Tensor delta_rule_chunk(const Tensor& state, const Tensor& old, const Tensor& q,
   // In place: element (h, j, i) reads only itself of the old state (and V', computed before).
   Tensor g_last = cum.shrink({{0, heads}, {n - 1, n}});  // (heads, 1)
   Tensor k_decayed = kh * (g_last - cum).exp().unsqueeze(-1);
-  state.assign(old * g_last.exp().unsqueeze(-1) + done[1].transpose().matmul(k_decayed))
-      .realize();
+  state.assign(old * g_last.exp().unsqueeze(-1) + done[1].transpose().matmul(k_decayed)).realize();
   return done[0];
 }
 

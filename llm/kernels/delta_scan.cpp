@@ -78,7 +78,8 @@ UOp delta_scan_kernel(int64_t rows, int64_t heads, int64_t dk, int64_t dv, int64
   if (!delta_scan_supports(rows, dk, dv) || heads < 1 || max_pos < 0)
     fail("delta_scan: no kernel for {} rows of {} heads of d_k {}, d_v {} (start_pos to {})", rows,
          heads, dk, dv, max_pos);
-  const std::string name = fmt::format("delta_scan_{}x{}x{}x{}_max{}", rows, heads, dk, dv, max_pos);
+  const std::string name =
+      fmt::format("delta_scan_{}x{}x{}x{}_max{}", rows, heads, dk, dv, max_pos);
   return cached_kernel(name, [&] { return build(rows, heads, dk, dv, max_pos, name); });
 }
 
@@ -88,8 +89,8 @@ Tensor delta_scan(const Tensor& state, const Tensor& q, const Tensor& k, const T
   const int64_t max_pos = start_pos_variable(start_pos, "delta_scan").arg_as<ParamArg>().hi;
   UOp ast = delta_scan_kernel(rows, heads, dk, dv, max_pos);
   return custom_kernel(ast,
-                       {Tensor::empty({rows, heads, dv}, dtypes::float32, state.device()), state,
-                        q, k, v, beta, log_decay},
+                       {Tensor::empty({rows, heads, dv}, dtypes::float32, state.device()), state, q,
+                        k, v, beta, log_decay},
                        {start_pos})[0];
 }
 

@@ -144,7 +144,7 @@ UOp build_split_wmma(int64_t rows, int64_t heads, int64_t kv_heads, int64_t hd, 
   KernelBuilder kb;
   UOp acc = kb.buffer(dtypes::float32, rows * heads * splits * hd);
   UOp ml = kb.buffer(dtypes::float32, rows * heads * splits * 2);
-  UOp q = kb.buffer(dtypes::float32, rows * heads * hd);
+  UOp q = kb.buffer(dtypes::float16, rows * heads * hd);
   UOp k = kb.buffer(dtypes::float16, kv_heads * capacity * hd);
   UOp v = kb.buffer(dtypes::float16, kv_heads * capacity * hd);
   UOp split = kb.global(splits_used(sp, rows)), kvh = kb.global(kv_heads);
@@ -164,27 +164,28 @@ UOp build_split_wmma(int64_t rows, int64_t heads, int64_t kv_heads, int64_t hd, 
     return KernelBuilder::vectorize(xs);
   };
   const UOp zero = KernelBuilder::vectorize(std::vector<UOp>(8, f32(0.0)));
-  // S: tile t holds positions 16 t + col; element i row 2 i + half of the wave's tile.
-  UOp s[2] = {zero, zero};
+  // S: tile t holds positions 16 t + col; element i row 2 i + half of the wave's tile. A loop
+  // over the head dim's 16-wide steps (unrolled, every step's q loads would be issued at once:
+  // hd / 2 registers of them).
   const UOp a_row = q_row(qt * kWmmaTile + col);
-  for (int64_t kk = 0; kk < steps; ++kk) {
-    std::vector<UOp> qa, kb0, kb1;
-    for (int64_t j = 0; j < kWmmaTile; ++j) {
-      qa.push_back(kb.load(q, a_row + (kk * kWmmaTile + j)));
-      kb0.push_back(kb.load(kv, col * stride + (kk * kWmmaTile + j)));
-      kb1.push_back(kb.load(kv, (col + kWmmaTile) * stride + (kk * kWmmaTile + j)));
-    }
-    const UOp a = halves(qa);
-    s[0] = KernelBuilder::wmma(a, KernelBuilder::vectorize(kb0), s[0]);
-    s[1] = KernelBuilder::wmma(a, KernelBuilder::vectorize(kb1), s[1]);
+  UOp kk = kb.reduce_range(steps);
+  std::vector<UOp> qa, kb0, kb1;
+  for (int64_t j = 0; j < kWmmaTile; ++j) {
+    qa.push_back(kb.load(q, a_row + kk * kWmmaTile + j));
+    kb0.push_back(kb.load(kv, col * stride + kk * kWmmaTile + j));
+    kb1.push_back(kb.load(kv, (col + kWmmaTile) * stride + kk * kWmmaTile + j));
   }
+  const UOp a = KernelBuilder::vectorize(qa);
+  const UOp d[2] = {KernelBuilder::wmma(a, KernelBuilder::vectorize(kb0), zero),
+                    KernelBuilder::wmma(a, KernelBuilder::vectorize(kb1), zero)};
   const int64_t srow = kT + 1;
   UOp scores = kb.lds(dtypes::float32, waves * kWmmaTile * srow);
   std::vector<UOp> s_stores;
   for (int64_t t = 0; t < 2; ++t)
     for (int64_t i = 0; i < 8; ++i) {
       const UOp r = half + 2 * i, m = qt * kWmmaTile + r, pos = split * kT + t * kWmmaTile + col;
-      const UOp score = KernelBuilder::gep(s[t], i) * score_scale(hd);
+      const UOp score =
+          KernelBuilder::reduce(KernelBuilder::gep(d[t], i), Op::ADD, {kk}) * score_scale(hd);
       s_stores.push_back(
           KernelBuilder::lds_store(scores, (wave * kWmmaTile + r) * srow + t * kWmmaTile + col,
                                    pos.lt(sp + m.idiv(group) + 1).where(score, kNegInf)));
@@ -214,7 +215,7 @@ UOp build_split_wmma(int64_t rows, int64_t heads, int64_t kv_heads, int64_t hd, 
   const UOp writes_ml = own.alu(Op::AND, first_half);
   kb.store(ml, at(m_row) * 2, mx, writes_ml);
   kb.store(ml, at(m_row) * 2 + 1, l, writes_ml);
-  for (int64_t n0 = 0; n0 < steps; ++n0) {
+  for (int64_t n0 = 0; n0 < steps; ++n0) {  // the value dims' 16-wide tiles
     UOp o = zero;
     for (int64_t t = 0; t < 2; ++t) {
       std::vector<UOp> vb;
@@ -333,10 +334,17 @@ UOp flash_attention_combine_kernel(int64_t rows, int64_t heads, int64_t head_dim
                        [&] { return build_combine(rows, heads, head_dim, capacity, sp, name); });
 }
 
-Tensor flash_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+bool flash_attention_half_query(int64_t rows, int64_t heads, int64_t kv_heads, int64_t head_dim) {
+  return flash_attention_supports(heads, kv_heads, head_dim) &&
+         wmma_form(rows, heads / kv_heads, head_dim);
+}
+
+Tensor flash_attention(const Tensor& q_in, const Tensor& k_cache, const Tensor& v_cache,
                        const UOp& start_pos) {
-  const int64_t rows = q.size(0), heads = q.size(1), kv_heads = k_cache.size(0),
+  const int64_t rows = q_in.size(0), heads = q_in.size(1), kv_heads = k_cache.size(0),
                 capacity = k_cache.size(1), hd = k_cache.size(2);
+  const Tensor q = q_in.cast(
+      flash_attention_half_query(rows, heads, kv_heads, hd) ? dtypes::float16 : dtypes::float32);
   const std::string& device = q.device();
   const int64_t splits = max_splits(capacity);
   const int64_t max_pos = start_pos_variable(start_pos, "flash_attention").arg_as<ParamArg>().hi;

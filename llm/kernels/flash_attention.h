@@ -2,11 +2,13 @@
 // half-precision KV cache, split over positions so a long context fills the GPU, in two
 // hand-written kernels (codegen/kernel_builder.h; they also run on the CPU, which is how the
 // tests compare them everywhere):
-//   split    one workgroup per (32 positions, KV head, query row): the tile of keys and values
-//            is read into LDS (16-byte loads, coalesced) with the group's queries beside it, one
-//            wave per query head of the group scores the 32 positions (one per lane, the scale
-//            and log2(e) folded in, so the softmax is exp2), and writes the split's max m, sum l
-//            of exp2(s - m) and the unnormalized weighted sum of the values;
+//   split    per 32 positions and KV head, the tile of keys and values read into LDS (16-byte
+//            loads, coalesced); scores with the scale and log2(e) folded in, so the softmax is
+//            exp2; for each query row and head the split's max m, sum l of exp2(s - m) and the
+//            unnormalized weighted sum of the values. Decode: one workgroup per (split, KV head,
+//            row), one wave per query head of the group, one lane per position. A chunk of rows:
+//            one workgroup per (split, KV head, block of 16-row query tiles), Q K^T and P V on
+//            WMMA tiles with q and P in half precision;
 //   combine  one workgroup per (query head, row), one work-item per head dimension: the splits'
 //            partials rescaled by exp2(m_s - max m) and normalized (32 splits per step, their
 //            loads issued together).
@@ -36,9 +38,13 @@ UOp flash_attention_split_kernel(int64_t rows, int64_t heads, int64_t kv_heads, 
 UOp flash_attention_combine_kernel(int64_t rows, int64_t heads, int64_t head_dim, int64_t capacity,
                                    int64_t max_pos);
 
-/// Attention of q (rows, heads, head_dim) float32 at positions start_pos + [0, rows) (the bound
-/// variable "start_pos", whose range lies inside the cache) over the caches (kv_heads, capacity,
-/// head_dim) float16, which hold the rows' own keys and values already: (rows, heads *
+/// Whether the kernels read q in half precision (a chunk of rows on WMMA tiles): flash_attention()
+/// casts q then, and a caller that materializes q anyway can do so in half precision.
+bool flash_attention_half_query(int64_t rows, int64_t heads, int64_t kv_heads, int64_t head_dim);
+
+/// Attention of q (rows, heads, head_dim) float32 or float16 at positions start_pos + [0, rows)
+/// (the bound variable "start_pos", whose range lies inside the cache) over the caches (kv_heads,
+/// capacity, head_dim) float16, which hold the rows' own keys and values already: (rows, heads *
 /// head_dim), as llm/kernels/attention.h's attention().
 Tensor flash_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                        const UOp& start_pos);

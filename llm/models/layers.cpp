@@ -70,7 +70,8 @@ Tensor KvCache::attend(const Tensor& q, const Tensor& k, const Tensor& v, const 
   // q is realized with the cache writes: its projection shares their input (the normed,
   // int8-rounded rows), which a later schedule would compute again.
   Tensor writes[] = {at(k_, sp, sp + n).assign(k.permute({1, 0, 2}).cast(dtypes::float16)),
-                     at(v_, sp, sp + n).assign(v.permute({1, 0, 2}).cast(dtypes::float16)), q};
+                     at(v_, sp, sp + n).assign(v.permute({1, 0, 2}).cast(dtypes::float16)),
+                     attention_query(q, k_, chunk)};
   Tensor::realize_all(writes);
   return attention(writes[2], k_, v_, chunk);
 }

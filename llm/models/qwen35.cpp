@@ -44,10 +44,9 @@ Qwen35Model::Qwen35Model(const GgufFile& file, int64_t max_context, const std::s
       d.a = load(lw.ssm_a);
       d.norm = load(lw.ssm_norm);
       d.w_out = load_linear(lw.ssm_out);
-      d.conv_state =
-          Tensor::zeros({taps - 1, hc.conv_dim()}, dtypes::float32, device_).contiguous();
-      d.state = Tensor::zeros({hv, hc.value_head_dim(), hc.key_head_dim}, dtypes::float32, device_)
-                    .contiguous();
+      // Left as allocated: position 0 reads them as zeros.
+      d.conv_state = Tensor::empty({taps - 1, hc.conv_dim()}, dtypes::float32, device_);
+      d.state = Tensor::empty({hv, hc.value_head_dim(), hc.key_head_dim}, dtypes::float32, device_);
       Tensor states[] = {d.conv_state, d.state};
       Tensor::realize_all(states);
     } else {

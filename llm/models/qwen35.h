@@ -24,8 +24,8 @@ namespace ugrad::llm {
 class Qwen35Model : public ChunkedModel {
  public:
   /// Loads the weights (quantized, as in the file) onto `device` with a zeroed KV cache of
-  /// `max_context` positions and zeroed conv and recurrent states. An Error names what is wrong
-  /// with the file.
+  /// `max_context` positions and conv and recurrent states left as allocated (position 0 reads
+  /// them as zeros). An Error names what is wrong with the file.
   Qwen35Model(const GgufFile& file, int64_t max_context, const std::string& device = "");
 
   /// forward() at start_pos 0 starts over from zeroed states (inside the graph: the states are
