@@ -60,18 +60,33 @@ UOp score_scale(int64_t hd) {
 }
 const UOp kNegInf = f32(-std::numeric_limits<double>::infinity());
 
+// The split kernels' parameters (partial sums, max and sum per split; q; the caches) and their
+// first two launch dimensions (the splits the call reads, the KV heads).
+struct SplitIo {
+  UOp acc, ml, q, k, v, split, kvh;
+};
+SplitIo split_io(KernelBuilder& kb, int64_t rows, int64_t heads, int64_t kv_heads, int64_t hd,
+                 int64_t capacity, const UOp& sp, DType q_dtype) {
+  const int64_t splits = max_splits(capacity);
+  SplitIo io;
+  io.acc = kb.buffer(dtypes::float32, rows * heads * splits * hd);
+  io.ml = kb.buffer(dtypes::float32, rows * heads * splits * 2);
+  io.q = kb.buffer(q_dtype, rows * heads * hd);
+  io.k = kb.buffer(dtypes::float16, kv_heads * capacity * hd);
+  io.v = kb.buffer(dtypes::float16, kv_heads * capacity * hd);
+  io.split = kb.global(splits_used(sp, rows));
+  io.kvh = kb.global(kv_heads);
+  return io;
+}
+
 // Decode (and chunks on shapes the WMMA form does not take): one workgroup per (split, KV head,
 // row), one wave per query head of the group, one lane per position.
 UOp build_split(int64_t rows, int64_t heads, int64_t kv_heads, int64_t hd, int64_t capacity,
                 const UOp& sp, const std::string& name) {
   const int64_t group = heads / kv_heads, splits = max_splits(capacity), stride = tile_stride(hd);
   KernelBuilder kb;
-  UOp acc = kb.buffer(dtypes::float32, rows * heads * splits * hd);
-  UOp ml = kb.buffer(dtypes::float32, rows * heads * splits * 2);
-  UOp q = kb.buffer(dtypes::float32, rows * heads * hd);
-  UOp k = kb.buffer(dtypes::float16, kv_heads * capacity * hd);
-  UOp v = kb.buffer(dtypes::float16, kv_heads * capacity * hd);
-  UOp split = kb.global(splits_used(sp, rows)), kvh = kb.global(kv_heads);
+  const auto [acc, ml, q, k, v, split, kvh] =
+      split_io(kb, rows, heads, kv_heads, hd, capacity, sp, dtypes::float32);
   UOp row = rows > 1 ? kb.global(rows) : index(0);
   UOp lane = kb.local(kLanes), wave = kb.local(group);
   const UOp tid = wave * kLanes + lane, last = sp + row;  // the row's last visible position
@@ -133,7 +148,7 @@ int64_t wmma_lds_bytes(int64_t hd, int64_t waves) {
 
 // A chunk of rows: one workgroup per (split, KV head, block of query tiles), the query rows
 // m = row * group + g of the KV head in tiles of 16, one wave each. Per wave: S = Q K^T on WMMA
-// tiles (Q cast to f16, two 16-position tiles, head_dim / 16 steps), the scores scaled and masked
+// tiles (q in f16, two 16-position tiles, head_dim / 16 steps), the scores scaled and masked
 // (row m sees positions <= start_pos + m / group) meet in LDS, each lane takes its row's 32:
 // max, exp2, sum, and P as f16 A fragments; then P V on WMMA tiles, one per 16 value dims.
 UOp build_split_wmma(int64_t rows, int64_t heads, int64_t kv_heads, int64_t hd, int64_t capacity,
@@ -142,12 +157,8 @@ UOp build_split_wmma(int64_t rows, int64_t heads, int64_t kv_heads, int64_t hd, 
   const int64_t qrows = rows * group, steps = hd / kWmmaTile;
   const auto [tiles, blocks, waves] = wmma_tiles(rows, group);
   KernelBuilder kb;
-  UOp acc = kb.buffer(dtypes::float32, rows * heads * splits * hd);
-  UOp ml = kb.buffer(dtypes::float32, rows * heads * splits * 2);
-  UOp q = kb.buffer(dtypes::float16, rows * heads * hd);
-  UOp k = kb.buffer(dtypes::float16, kv_heads * capacity * hd);
-  UOp v = kb.buffer(dtypes::float16, kv_heads * capacity * hd);
-  UOp split = kb.global(splits_used(sp, rows)), kvh = kb.global(kv_heads);
+  const auto [acc, ml, q, k, v, split, kvh] =
+      split_io(kb, rows, heads, kv_heads, hd, capacity, sp, dtypes::float16);
   UOp block = blocks > 1 ? kb.global(blocks) : index(0);
   UOp lane = kb.local(kLanes), wave = kb.local(waves);
   UOp kv = kv_tile(kb, k, v, kvh, split, sp + (rows - 1), wave * kLanes + lane, kLanes * waves,
