@@ -1,5 +1,6 @@
 #include "llm/kernels/flash_attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -17,7 +18,8 @@ namespace {
 
 constexpr int64_t kLanes = 32, kT = kFlashSplit;
 constexpr int64_t kChunk = 8;             // halves per 16-byte load
-constexpr int64_t kUnroll = 32;           // splits the combine reads per step
+constexpr int64_t kCombineParts = 8;      // waves splitting the splits in the combine
+constexpr int64_t kUnroll = 16;           // splits the combine reads per step
 constexpr int64_t kMaxWmmaWaves = 8;      // query tiles per workgroup in the WMMA form
 constexpr int64_t kLdsBytes = 64 * 1024;  // a workgroup's LDS on gfx11
 
@@ -245,22 +247,24 @@ UOp build_split_wmma(int64_t rows, int64_t heads, int64_t kv_heads, int64_t hd, 
 
 UOp build_combine(int64_t rows, int64_t heads, int64_t hd, int64_t capacity, const UOp& sp,
                   const std::string& name) {
-  const int64_t splits = max_splits(capacity);
+  const int64_t splits = max_splits(capacity), parts = kCombineParts;
   KernelBuilder kb;
   UOp out = kb.buffer(dtypes::float32, rows * heads * hd);
   UOp acc = kb.buffer(dtypes::float32, rows * heads * splits * hd);
   UOp ml = kb.buffer(dtypes::float32, rows * heads * splits * 2);
   UOp head = kb.global(heads);
   UOp row = rows > 1 ? kb.global(rows) : index(0);
-  UOp d = kb.local(hd);
-  // The splits in steps of kUnroll, whose loads are issued together (one wait per step); a
-  // split past the row's last is read as its last and weighted 0.
+  // A workgroup per 32 value dims, a wave per part: the small launch spreads over the CUs.
+  UOp dims = kb.global(hd / kLanes), lane = kb.local(kLanes), part = kb.local(parts);
+  const UOp d = dims * kLanes + lane;
+  // Part p takes splits p, p + parts, ... in steps of kUnroll, whose loads are issued together
+  // (one wait per step); a split past the row's last is read as its last and weighted 0.
   const UOp used = (sp + row).idiv(kT) + 1,
-            steps = (splits_used(sp, rows) + (kUnroll - 1)).idiv(kUnroll);
+            steps = (splits_used(sp, rows) + (kUnroll * parts - 1)).idiv(kUnroll * parts);
   const auto splits_of = [&](const UOp& step) {
     std::vector<std::pair<UOp, UOp>> out;  // (split, whether the row uses it)
     for (int64_t u = 0; u < kUnroll; ++u) {
-      const UOp s = step * kUnroll + u;
+      const UOp s = (step * kUnroll + u) * parts + part;
       out.emplace_back(s.lt(used).where(s, used - 1), s.lt(used));
     }
     return out;
@@ -272,6 +276,7 @@ UOp build_combine(int64_t rows, int64_t heads, int64_t hd, int64_t capacity, con
     const UOp m = kb.load(ml, (base + split) * 2);
     step_max = step_max ? step_max.max(m) : m;
   }
+  // Finite: every part reads at least one split the row uses (a clamped one).
   const UOp m = KernelBuilder::reduce(step_max, Op::MAX, {s});
   UOp s2 = kb.reduce_range(steps);
   UOp num, den;
@@ -284,7 +289,25 @@ UOp build_combine(int64_t rows, int64_t heads, int64_t hd, int64_t capacity, con
   }
   num = KernelBuilder::reduce(num, Op::ADD, {s2});
   den = KernelBuilder::reduce(den, Op::ADD, {s2});
-  kb.store(out, (row * heads + head) * hd + d, num.alu(Op::FDIV, den));
+  // The parts meet in LDS, [part][num for each lane | max | sum]; part 0 rescales and adds them.
+  const int64_t width = kLanes + 2;
+  UOp lds = kb.lds(dtypes::float32, parts * width);
+  const UOp first_lane = lane.eq(index(0));
+  UOp all = KernelBuilder::barrier(
+      lds, {KernelBuilder::lds_store(lds, part * width + lane, num),
+            KernelBuilder::lds_store(lds, part * width + kLanes, m, first_lane),
+            KernelBuilder::lds_store(lds, part * width + kLanes + 1, den, first_lane)});
+  const auto at = [&](int64_t p, int64_t i) { return kb.load(all, index(p * width) + i); };
+  UOp top;
+  for (int64_t p = 0; p < parts; ++p) top = top ? top.max(at(p, kLanes)) : at(p, kLanes);
+  UOp total, sum;
+  for (int64_t p = 0; p < parts; ++p) {
+    const UOp w = (at(p, kLanes) - top).alu(Op::EXP2);
+    const UOp n = w * kb.load(all, index(p * width) + lane), l = w * at(p, kLanes + 1);
+    total = total ? total + n : n;
+    sum = sum ? sum + l : l;
+  }
+  kb.store(out, (row * heads + head) * hd + d, total.alu(Op::FDIV, sum), part.eq(index(0)));
   return kb.build(name);
 }
 
