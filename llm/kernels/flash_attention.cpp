@@ -20,7 +20,7 @@ constexpr int64_t kLanes = 32, kT = kFlashSplit;
 constexpr int64_t kChunk = 8;             // halves per 16-byte load
 constexpr int64_t kCombineParts = 8;      // waves splitting the splits in the combine
 constexpr int64_t kUnroll = 16;           // splits the combine reads per step
-constexpr int64_t kMaxWmmaWaves = 8;      // query tiles per workgroup in the WMMA form
+constexpr int64_t kMaxWmmaWaves = 4;      // query tiles per workgroup in the WMMA form
 constexpr int64_t kLdsBytes = 64 * 1024;  // a workgroup's LDS on gfx11
 
 UOp f32(double v) { return UOp::cnst(dtypes::float32, v); }
@@ -247,7 +247,9 @@ UOp build_split_wmma(int64_t rows, int64_t heads, int64_t kv_heads, int64_t hd, 
 
 UOp build_combine(int64_t rows, int64_t heads, int64_t hd, int64_t capacity, const UOp& sp,
                   const std::string& name) {
-  const int64_t splits = max_splits(capacity), parts = kCombineParts;
+  // Decode: few workgroups (one per head and 32 dims), each splitting a long context's splits
+  // over its waves. A chunk of rows has workgroups enough, and its splits are few.
+  const int64_t splits = max_splits(capacity), parts = rows == 1 ? kCombineParts : 1;
   KernelBuilder kb;
   UOp out = kb.buffer(dtypes::float32, rows * heads * hd);
   UOp acc = kb.buffer(dtypes::float32, rows * heads * splits * hd);
