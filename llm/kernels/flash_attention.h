@@ -9,10 +9,10 @@
 //            row), one wave per query head of the group, one lane per position. A chunk of rows:
 //            one workgroup per (split, KV head, block of 16-row query tiles), Q K^T and P V on
 //            WMMA tiles with q and P in half precision;
-//   combine  one workgroup per (query head, row, 32 head dims), a lane per dim; its 8 waves
-//            each take every 8th split (16 per step, their loads issued together), rescale the
-//            partials by exp2(m_s - max m), and meet in LDS, where the first adds them up and
-//            normalizes. Many small workgroups: the launch spreads over the CUs.
+//   combine  one workgroup per (query head, row, 32 head dims), a lane per dim: the splits'
+//            partials rescaled by exp2(m_s - max m) and normalized (16 splits per step, their
+//            loads issued together). In decode 8 waves each take every 8th split and meet in
+//            LDS: the few workgroups then still keep a long context's reads in flight.
 // Row r sits at position start_pos + r and sees positions <= start_pos + r (causal). The number
 // of splits follows start_pos (a kernel variable): a call reads the filled prefix only. A
 // position past a row's last is read as that last one and weighted 0, so rows of the cache past
