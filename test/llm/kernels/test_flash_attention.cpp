@@ -2,7 +2,8 @@
 // again on DEV=AMD through the gfx1100 emulator): against a causal double softmax, with the
 // cache's rows past the last row's position poisoned (NaN, infinities), head dims 64, 128 and
 // 256, groups of 1 to 6 query heads, chunks of 1, 5 and 32 rows, start positions at and around
-// the 32-position splits, past 1000 and at 4096.
+// the 32-position splits, past 1000 and at 4096; and a freshly allocated cache (NaN-filled under
+// the emulator) written only up to the rows' positions.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -114,8 +115,7 @@ TEST_CASE("flash_attention: matches a causal double softmax, the cache poisoned 
         CAPTURE(sp);
         const int64_t last = sp + rows - 1;
         const std::vector<float> values = cache(c, last, 0, 2);
-        const std::vector<double> want =
-            reference(c, rows, q_in, cache(c, last, 0, 1), values, sp);
+        const std::vector<double> want = reference(c, rows, q_in, cache(c, last, 0, 1), values, sp);
         double vmax = 0;
         for (float x : values) vmax = std::max(vmax, double(std::fabs(x)));
         const double tol = 2e-5 + (wmma ? std::ldexp(vmax, -11) : 0.0);
@@ -131,6 +131,39 @@ TEST_CASE("flash_attention: matches a causal double softmax, the cache poisoned 
             CHECK(run(c, rows, q, sp, poison) == clean);
       }
     }
+  }
+}
+
+TEST_CASE("flash_attention: a freshly allocated cache written up to the rows' positions") {
+  // Tensor::empty is uninitialised (the emulator fills fresh allocations with a NaN pattern):
+  // only the positions up to the last row's are written, as a model fills its cache.
+  const Case c{4, 2, 128, 100};
+  const std::string device = knob_str(Knob::DEV);
+  for (int64_t rows : {1, 32}) {
+    CAPTURE(rows);
+    const int64_t sp = 37, last = sp + rows - 1;
+    std::mt19937 rng(9);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> q(static_cast<size_t>(rows * c.heads * c.hd));
+    for (float& x : q) x = normal(rng);
+    Tensor caches[2];
+    for (int side = 0; side < 2; ++side) {
+      std::vector<float> full = cache(c, last, 0, 1 + side), filled;
+      for (int64_t h = 0; h < c.kv_heads; ++h)
+        filled.insert(filled.end(), full.begin() + h * c.capacity * c.hd,
+                      full.begin() + (h * c.capacity + last + 1) * c.hd);
+      caches[side] = Tensor::empty({c.kv_heads, c.capacity, c.hd}, dtypes::float16, device);
+      caches[side].realize();
+      caches[side]
+          .shrink({{0, c.kv_heads}, {0, last + 1}, {0, c.hd}})
+          .assign(
+              Tensor::from_vector(filled, {c.kv_heads, last + 1, c.hd}, dtypes::float32, device))
+          .realize();
+    }
+    UOp var = bind_variable(UOp::variable("start_pos", 0, c.capacity - 32), sp);
+    Tensor qt = Tensor::from_vector(q, {rows, c.heads, c.hd}, dtypes::float32, device);
+    CHECK(flash_attention(qt, caches[0], caches[1], var).to_vector<float>() ==
+          run(c, rows, q, sp, 0.0f));
   }
 }
 
