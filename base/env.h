@@ -30,7 +30,9 @@ namespace ugrad {
     "Emulator: 1 fills fresh device memory, LDS and scratch with a NaN pattern; 0 with zeros")     \
   X(MOCKGPU_SEED, "1", "Emulator: seed of the shuffled wave/workgroup order; 0 runs in order")     \
   X(MOCKGPU_SAMPLE, "1", "Emulator: run every k-th workgroup only (modeling; results incomplete)") \
-  X(LLM_KERNELS, "1", "0 runs llm/kernels' generic tensor paths only (A/B comparisons)")
+  X(LLM_KERNELS, "1", "0 runs llm/kernels' generic tensor paths only (A/B comparisons)")           \
+  X(CPU_LEVEL, "native",                                                                           \
+    "CPU kernels' instruction set: native (the host's) or avx2 (no AVX-512/VNNI: the fallback)")
 
 enum class Knob {
 #define UGRAD_KNOB_ENUM(name, def, doc) name,

@@ -1,5 +1,6 @@
 #include "codegen/target.h"
 
+#include "base/cpu_level.h"
 #include "base/error.h"
 
 namespace ugrad {
@@ -8,8 +9,9 @@ CodegenTarget cpu_codegen_target() {
   CodegenTarget t;
   t.name = "cpu";
   t.triple = "x86_64-pc-linux-gnu";
-  // NOTE: the JIT compiles for the host's own features; 64 bytes (AVX-512) only steers tile sizes.
-  t.simd_bytes = __builtin_cpu_supports("avx512f") ? 64 : 32;
+  // The JIT compiles for the same features (runtime/llvm_target.h); 64 bytes (AVX-512) steers tile
+  // sizes and the register count.
+  t.simd_bytes = !cpu_level_avx2() && __builtin_cpu_supports("avx512f") ? 64 : 32;
   // A quantized matvec streams its weight bytes with enough work per byte that the hardware
   // prefetchers fall behind: a Q4_K matvec over 600 MB ran 6.4 GB/s, 13.3 with loads prefetched
   // 2 KiB ahead (Q8_0: 14.5 -> 19.0; 1 and 4 KiB were no better). Half-precision loads too: the

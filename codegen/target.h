@@ -31,7 +31,8 @@ inline int vector_registers(const CodegenTarget& target) {
   return target.simd_bytes >= 64 ? 32 : 16;
 }
 
-/// The host CPU (x86-64): SIMD width from the build host's widest vector ISA.
+/// The host CPU (x86-64): SIMD width from the host's widest vector ISA (AVX2 under
+/// CPU_LEVEL=avx2).
 CodegenTarget cpu_codegen_target();
 /// An AMD GPU (RDNA3 gfx1100 family, RDNA4 gfx1200): wave32, 64 KiB LDS, WMMA, dot4.
 CodegenTarget amd_codegen_target(const std::string& arch);

@@ -8,6 +8,7 @@
 #include <array>
 #include <vector>
 
+#include "base/cpu_level.h"
 #include "base/env.h"
 #include "base/error.h"
 
@@ -40,11 +41,18 @@ LlvmTarget cpu_target(int opt_level) {
   LlvmTarget t;
   t.kind = TargetKind::CPU;
   t.triple = llvm::Triple::normalize(llvm::sys::getProcessTriple());
-  t.arch = llvm::sys::getHostCPUName().str();
+  // CPU_LEVEL=avx2: a generic AVX2 CPU, every AVX-512, AMX and VNNI extension of the host off.
+  const bool avx2 = cpu_level_avx2();
+  t.arch = avx2 ? "x86-64-v3" : llvm::sys::getHostCPUName().str();
+  const auto above_avx2 = [](llvm::StringRef f) {
+    return f.starts_with("avx512") || f.starts_with("amx") || f.starts_with("avx10") ||
+           f.starts_with("avxvnni") || f == "evex512";
+  };
   // Sorted: StringMap iteration order is unspecified, and the string is part of cache keys.
   std::vector<std::string> features;
   for (const auto& f : llvm::sys::getHostCPUFeatures()) {
-    std::string flag(1, f.second ? '+' : '-');
+    const bool on = f.second && !(avx2 && above_avx2(f.first()));
+    std::string flag(1, on ? '+' : '-');
     flag += f.first().str();
     features.push_back(std::move(flag));
   }

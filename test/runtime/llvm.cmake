@@ -4,7 +4,7 @@ ugrad_test(test_llvm_backend
     ${CMAKE_CURRENT_LIST_DIR}/test_amd_code_object.cpp
     ${CMAKE_CURRENT_LIST_DIR}/test_amd_msgpack.cpp
     ${CMAKE_CURRENT_LIST_DIR}/test_hip_loader.cpp
-  DEPS ugrad_llvm_backend)
+  DEPS ugrad_llvm_backend ugrad_codegen)
 
 # A fake libamdhip64 (one gfx1100 device on host memory, launches recorded) for the loader tests.
 add_library(ugrad_fake_hip SHARED ${CMAKE_CURRENT_LIST_DIR}/test_hip_fake_lib.cpp)

@@ -11,6 +11,7 @@
 
 #include "base/env.h"
 #include "base/error.h"
+#include "codegen/target.h"
 #include "runtime/cpu_jit.h"
 #include "runtime/llvm_compile.h"
 #include "test/runtime/test_llvm_kernels.h"
@@ -185,6 +186,26 @@ TEST_SUITE("llvm_cpu") {
       CHECK(asm_text.find("ymm") != std::string::npos);
     else
       CHECK(asm_text.find("xmm") != std::string::npos);
+  }
+
+  TEST_CASE("CPU_LEVEL=avx2 compiles for AVX2 without AVX-512, other values are errors") {
+    ScopedKnob level(Knob::CPU_LEVEL, "avx2");
+    LlvmTarget t = cpu_target();
+    CHECK(t.arch == "x86-64-v3");
+    CHECK(t.features.find("+avx2") != std::string::npos);
+    CHECK(t.features.find("+avx512") == std::string::npos);
+    {  // the program cache keeps the two apart
+      ScopedKnob native(Knob::CPU_LEVEL, "native");
+      CHECK(cpu_target().cache_key() != t.cache_key());
+    }
+    const CodegenTarget c = cpu_codegen_target();
+    CHECK(c.simd_bytes == 32);
+    CHECK_FALSE(c.has_vnni);
+    std::string asm_text = llvm_compile(t, tk::kCpuAdd, LlvmOutput::Assembly, "E_add");
+    CHECK(asm_text.find("zmm") == std::string::npos);
+    ScopedKnob bad(Knob::CPU_LEVEL, "avx9");
+    CHECK_THROWS_WITH_AS(cpu_target(), doctest::Contains("CPU_LEVEL must be native or avx2"),
+                         Error);
   }
 
   TEST_CASE("phase times are reported") {
