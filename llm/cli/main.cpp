@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "base/env.h"
 #include "base/error.h"
@@ -20,27 +21,6 @@ using namespace ugrad;
 using namespace ugrad::llm;
 
 namespace {
-
-// A JSON string of `s`, which must be valid UTF-8 (strict parsers reject the whole object
-// otherwise); bytes that are not are written as U+FFFD as a last guard.
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : sanitize_utf8(s)) {
-    if (c == '"' || c == '\\')
-      out += '\\', out += static_cast<char>(c);
-    else if (c == '\n')
-      out += "\\n";
-    else if (c < 0x20)
-      out += fmt::format("\\u{:04x}", c);
-    else
-      out += static_cast<char>(c);
-  }
-  return out + "\"";
-}
-
-std::string json_ids(const std::vector<int32_t>& ids) {
-  return fmt::format("[{}]", fmt::join(ids, ","));
-}
 
 // Bytes of weights one decode step reads (every matrix and norm once).
 double weight_bytes(const GgufFile& file) {
@@ -154,21 +134,30 @@ int run(const CliOptions& o) {
   if (o.json) {
     // Valid UTF-8 even when the tokens end inside a character (the streamed text's rules).
     std::string text = decode_text(s.tokenizer, r.tokens, false);
-    std::string lp;
-    for (const auto& pos : r.top_logprobs) {
-      std::string row;
-      for (auto [id, p] : pos) row += fmt::format("{}[{},{}]", row.empty() ? "" : ",", id, p);
-      lp += fmt::format("{}[{}]", lp.empty() ? "" : ",", row);
+    // Numbers as JSON numbers, a speed a device that runs nothing cannot measure as null.
+    using Json = nlohmann::ordered_json;
+    const auto speed = [&](double tps) { return timed ? Json(tps) : Json(nullptr); };
+    Json out = {{"prompt_ids", ids},
+                {"generated_ids", r.tokens},
+                {"text", text},
+                {"timings",
+                 {{"load_s", s.load_seconds},
+                  {"warmup_s", s.warmup_seconds},
+                  {"prefill_s", r.prefill_seconds},
+                  {"decode_s", r.decode_seconds},
+                  {"prefill_tok_s", speed(prefill_tps)},
+                  {"decode_tok_s", speed(decode_tps)}}}};
+    if (o.top_logprobs > 0) {
+      Json positions = Json::array();
+      for (const auto& pos : r.top_logprobs) {
+        Json row = Json::array();
+        for (auto [id, p] : pos) row.push_back({id, p});
+        positions.push_back(std::move(row));
+      }
+      out["top_logprobs"] = std::move(positions);
     }
-    const auto speed = [&](double tps) { return timed ? fmt::format("{:.3f}", tps) : "null"; };
-    std::printf(
-        "{\"prompt_ids\":%s,\"generated_ids\":%s,\"text\":%s,\"timings\":{\"load_s\":%.4f,"
-        "\"warmup_s\":%.4f,\"prefill_s\":%.4f,\"decode_s\":%.4f,\"prefill_tok_s\":%s,\"decode_"
-        "tok_s\":%s}%s}\n",
-        json_ids(ids).c_str(), json_ids(r.tokens).c_str(), json_string(text).c_str(),
-        s.load_seconds, s.warmup_seconds, r.prefill_seconds, r.decode_seconds,
-        speed(prefill_tps).c_str(), speed(decode_tps).c_str(),
-        o.top_logprobs > 0 ? fmt::format(",\"top_logprobs\":[{}]", lp).c_str() : "");
+    // The text is valid UTF-8 already; a byte that were not would print as U+FFFD, not throw.
+    std::printf("%s\n", out.dump(-1, ' ', false, Json::error_handler_t::replace).c_str());
   }
   if (o.benchmark && !timed) {
     const JitStats& jit = jit_stats();
