@@ -177,9 +177,9 @@ UOp build_split_wmma(int64_t rows, int64_t heads, int64_t kv_heads, int64_t hd, 
     return KernelBuilder::vectorize(xs);
   };
   const UOp zero = KernelBuilder::vectorize(std::vector<UOp>(8, f32(0.0)));
-  // S: tile t holds positions 16 t + col; element i row 2 i + half of the wave's tile. A loop
-  // over the head dim's 16-wide steps (unrolled, every step's q loads would be issued at once:
-  // hd / 2 registers of them).
+  // S: tile t holds positions 16 t + col; element i row 2 i + half of the wave's tile; a reduce
+  // over the head dim's 16-wide steps (LLVM unrolls it: q in half precision keeps all the steps'
+  // loads inside the register file).
   const UOp a_row = q_row(qt * kWmmaTile + col);
   UOp kk = kb.reduce_range(steps);
   std::vector<UOp> qa, kb0, kb1;
