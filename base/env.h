@@ -24,7 +24,11 @@ namespace ugrad {
   X(REWRITE_LIMIT, "1000000", "Step limit of graph_rewrite before it reports a looping rule")      \
   X(HIP_LIB, "", "Path of the HIP runtime library (default: libamdhip64.so, .so.6, .so.5)")        \
   X(AMD_COV, "5", "AMD HSA code object version: 5 (default) or 4")                                 \
-  X(MODELS_DIR, "", "Where `llm` looks up model aliases (default $XDG_CACHE_HOME/ugrad/models)")   \
+  X(HF_HUB_CACHE, "", "Hugging Face hub cache (default $HF_HOME/hub)")                             \
+  X(HF_HOME, "",                                                                                   \
+    "Hugging Face home (default $XDG_CACHE_HOME/huggingface or ~/.cache/huggingface)")             \
+  X(HF_ENDPOINT, "https://huggingface.co", "The Hugging Face hub `llm pull` downloads from")       \
+  X(HF_TOKEN, "", "Hugging Face token for gated or private repositories")                          \
   X(PERF_MAP, "0", "1 names JIT-compiled CPU kernels for perf in /tmp/perf-<pid>.map")             \
   X(MOCKGPU_POISON, "1",                                                                           \
     "Emulator: 1 fills fresh device memory, LDS and scratch with a NaN pattern; 0 with zeros")     \

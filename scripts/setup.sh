@@ -6,7 +6,8 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ clang-14 libclang-rt-14-dev clang-format ccache
   llvm-19-dev lld-19 liblld-19-dev libfmt-dev doctest-dev libpcre2-dev libutf8proc-dev
-  nlohmann-json3-dev libopenblas-dev libamdhip64-5
+  nlohmann-json3-dev libopenblas-dev libamdhip64-5 libcurl4-openssl-dev libssl-dev
+  libcpp-httplib-dev pkg-config
 )
 # Node.js runs the reference tokenizer in the tests; keep one that came from elsewhere.
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)

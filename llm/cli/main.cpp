@@ -8,6 +8,7 @@
 
 #include "base/env.h"
 #include "base/error.h"
+#include "llm/cli/hub_commands.h"
 #include "llm/cli/model_path.h"
 #include "llm/cli/options.h"
 #include "llm/models/generate.h"
@@ -82,7 +83,7 @@ struct Session {
 
 int run(const CliOptions& o) {
   auto t0 = std::chrono::steady_clock::now();
-  Session s(resolve_model_path(o.model), o, t0);
+  Session s(resolve_model_path(o.model, progress_display(o.model, o.json)), o, t0);
   if (!o.prompt && o.prompt_ids.empty()) {
     // Interactive chat: the conversation so far is re-encoded each turn; the cache keeps the
     // prefix.
@@ -182,6 +183,8 @@ int run(const CliOptions& o) {
 
 int main(int argc, char** argv) {
   try {
+    if (argc > 1 && is_hub_command(argv[1]))
+      return run_hub_command(argv[1], std::vector<std::string>(argv + 2, argv + argc));
     CliOptions o = parse_cli(std::vector<std::string>(argv + 1, argv + argc));
     if (o.help) {
       std::fputs(cli_usage().c_str(), stdout);

@@ -33,13 +33,17 @@ std::vector<int32_t> id_list(const std::string& text) {
 
 std::string cli_usage() {
   return R"(usage: llm --model PATH_OR_ALIAS [options]
+       llm pull NAME [--json]     download a model into the Hugging Face cache
+       llm list [--json]          the models in the cache (alias, file, size, format)
+       llm rm NAME                remove a model from the cache
 
 Runs a GGUF Qwen model: Qwen3 (qwen3), Qwen3 MoE (qwen3moe), the Qwen3.5/3.6 Gated DeltaNet
 hybrids (qwen35) and their MoE variants (qwen35moe). Without --prompt it starts an interactive chat.
 
-  --model, -m PATH|ALIAS   a .gguf file, or an alias (qwen3:0.6b ... qwen3:32b, qwen3:30b-a3b,
-                           qwen3.5:0.8b, qwen3.6:27b)
-                           looked up in the model directory (MODELS_DIR, default ~/.cache/ugrad/models)
+  --model, -m NAME         a .gguf file, an alias (qwen3:0.6b ... qwen3:32b, qwen3:30b-a3b,
+                           qwen3.5:0.8b, qwen3.5:27b, qwen3.6:27b) or ORG/NAME:FILE[@REVISION] on
+                           the Hugging Face hub, downloaded on first use into its cache (HF_HOME;
+                           HF_ENDPOINT, HF_TOKEN)
   --prompt, -p TEXT        one-shot prompt; the answer streams to stdout
   --prompt-ids 1,2,3       feed raw token ids instead of text (implies --raw)
   --raw                    no chat template: the prompt text is the model input as is

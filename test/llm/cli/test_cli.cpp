@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 
+#include "base/env.h"
 #include "base/error.h"
 #include "llm/cli/model_path.h"
 #include "llm/cli/options.h"
@@ -118,17 +119,35 @@ TEST_CASE("llm options: values, defaults and errors that name the flag") {
   fails({"-m", "x", "--frobnicate"}, "--frobnicate");
 }
 
-TEST_CASE("llm aliases: a missing file says which file and where to put it") {
-  std::filesystem::path dir = temp_path("models");
-  std::filesystem::create_directories(dir);
-  ::setenv("MODELS_DIR", dir.c_str(), 1);
-  const std::string missing = "Qwen3-0.6B-Q8_0.gguf and is not in " + dir.string();
-  CHECK_THROWS_WITH_AS(resolve_model_path("qwen3:0.6b"), doctest::Contains(missing.c_str()), Error);
-  std::ofstream(dir / "Qwen3-0.6B-Q8_0.gguf") << "x";
-  CHECK(resolve_model_path("qwen3:0.6b") == (dir / "Qwen3-0.6B-Q8_0.gguf").string());
-  CHECK_THROWS_WITH_AS(resolve_model_path("nope.gguf"), doctest::Contains("does not exist"), Error);
-  std::filesystem::remove_all(dir);
-  ::unsetenv("MODELS_DIR");
+TEST_CASE("llm model names: a path, an alias of the table, or ORG/NAME:FILE[@REVISION]") {
+  const std::optional<HubFile> alias = hub_file_of("qwen3:0.6b");
+  REQUIRE(alias);
+  CHECK(alias->repo == "Qwen/Qwen3-0.6B-GGUF");
+  CHECK(alias->file == "Qwen3-0.6B-Q8_0.gguf");
+  CHECK(alias->revision == "main");
+  const std::optional<HubFile> named = hub_file_of("org/repo:dir/model.gguf@v2");
+  REQUIRE(named);
+  CHECK(named->repo == "org/repo");
+  CHECK(named->file == "dir/model.gguf");
+  CHECK(named->revision == "v2");
+  for (const char* bad : {"model.gguf", "qwen3:9b", "a/b/c:f.gguf", "org/repo:", "o/r:f@"})
+    CHECK_FALSE(hub_file_of(bad));
+  // Every alias names a .gguf file of an ORG/NAME repository; a pinned one a commit.
+  for (const ModelAlias& a : model_aliases()) {
+    CAPTURE(a.alias);
+    CHECK(a.file.repo.find('/') != std::string::npos);
+    CHECK(a.file.file.ends_with(".gguf"));
+    CHECK(a.pinned == (a.file.revision.size() == 40));
+  }
+  CHECK_THROWS_WITH_AS(resolve_model_path("nope.gguf"),
+                       doctest::Contains("neither a file nor an alias"), Error);
+  // Not in the cache: downloaded, here from a hub that is not there.
+  const std::filesystem::path cache = temp_path("hub");
+  ScopedKnob dir(Knob::HF_HUB_CACHE, cache.string());
+  ScopedKnob hub(Knob::HF_ENDPOINT, "http://127.0.0.1:9");
+  CHECK_THROWS_WITH_AS(resolve_model_path("qwen3:0.6b"),
+                       doctest::Contains("cannot reach http://127.0.0.1:9"), Error);
+  std::filesystem::remove_all(cache);
 }
 
 TEST_CASE(
