@@ -1,16 +1,19 @@
 // llm/hub/hub.h against a local imitation of the Hugging Face hub: the resolve endpoint answers a
 // HEAD with the commit, the LFS object id and size, and a redirect to the blob, which serves
-// Range requests. Downloads land in the hub's cache layout; an interrupted one resumes with a
-// Range request; a wrong SHA-256, a 404 and a 401 are clear errors; a file laid out by the
-// Hugging Face tools is found without asking the hub; `llm pull/list/rm` run end to end.
+// Range requests. Downloads land in the hub's cache layout; an interrupted one (a dropped
+// connection, a write error) resumes with a Range request; a wrong SHA-256, a 404 and a 401 are
+// clear errors; a file laid out by the Hugging Face tools is found without asking the hub;
+// `llm pull/list/rm` run end to end.
 #include <doctest/doctest.h>
 #include <httplib.h>
 #include <openssl/evp.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -189,6 +192,35 @@ TEST_CASE("hub: an interrupted download keeps its bytes and resumes with a Range
   CHECK(env.hub.ranges.back() == "bytes=" + std::to_string(kept) + "-");
   CHECK(last.resumed_from == kept);
   CHECK_FALSE(fs::exists(part));
+}
+
+TEST_CASE("hub: a write error (here a file size limit) is reported, the bytes kept to resume") {
+  Env env;
+  const std::string bytes = random_bytes(600000, 5);
+  env.hub.files["org/model/m.gguf"] = bytes;
+  const HubFile f{"org/model", "m.gguf"};
+  rlimit old{};
+  REQUIRE(getrlimit(RLIMIT_FSIZE, &old) == 0);
+  void (*old_handler)(int) = std::signal(SIGXFSZ, SIG_IGN);  // a failed write, not a signal
+  rlimit small = old;
+  small.rlim_cur = 200000;
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
+  std::string error;
+  try {
+    download(f);
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, old_handler);
+  CHECK(error.find("hub: writing") != std::string::npos);
+  CHECK(error.find("File too large") != std::string::npos);
+  CHECK(error.find("the partial download is kept") != std::string::npos);
+  const fs::path part =
+      env.cache / "models--org--model" / "blobs" / (sha256_hex(bytes) + ".incomplete");
+  REQUIRE(fs::exists(part));
+  CHECK(fs::file_size(part) <= 200000);
+  CHECK(read_file(download(f)) == bytes);
 }
 
 TEST_CASE("hub: bytes whose SHA-256 is not the object id are discarded, not used") {
