@@ -137,6 +137,5 @@ TEST_CASE("delta_scan: a clear error for shapes it does not take") {
   CHECK(delta_scan_supports(32, 128, 128));
   CHECK(!delta_scan_supports(32, 256, 128));  // q and k of 32 rows exceed 64 KiB of LDS
   CHECK(delta_scan_supports(16, 256, 128));
-  CHECK_THROWS_WITH_AS(delta_scan_kernel(32, 2, 300, 64, 100), doctest::Contains("d_k 300"),
-                       Error);
+  CHECK_THROWS_WITH_AS(delta_scan_kernel(32, 2, 300, 64, 100), doctest::Contains("d_k 300"), Error);
 }
