@@ -8,6 +8,7 @@ packages=(
   llvm-19-dev lld-19 liblld-19-dev libfmt-dev doctest-dev libpcre2-dev libutf8proc-dev
   nlohmann-json3-dev libopenblas-dev libamdhip64-5 libcurl4-openssl-dev libssl-dev
   libcpp-httplib-dev pkg-config
+  curl chromium  # the server's tests: curl as a client, the chat page in a headless browser
 )
 # Node.js runs the reference tokenizer in the tests; keep one that came from elsewhere.
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)

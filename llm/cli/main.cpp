@@ -11,11 +11,10 @@
 #include "llm/cli/hub_commands.h"
 #include "llm/cli/model_path.h"
 #include "llm/cli/options.h"
+#include "llm/cli/serve_command.h"
+#include "llm/cli/session.h"
 #include "llm/models/generate.h"
-#include "llm/models/gguf_vocab.h"
-#include "llm/tokenizer/chat_template.h"
 #include "llm/tokenizer/stream_decoder.h"
-#include "runtime/device.h"
 #include "runtime/jit.h"
 
 using namespace ugrad;
@@ -31,55 +30,6 @@ double weight_bytes(const GgufFile& file) {
       b += static_cast<double>(t.nbytes);
   return b;
 }
-
-// The device the model runs on (the DEV knob unless --device).
-const Device& cli_device(const CliOptions& o) {
-  return get_device(o.device.empty() ? knob_str(Knob::DEV) : o.device);
-}
-
-// A device that runs the model from host memory (the CPU) reads the file into huge pages unless
-// --mmap; one that uploads the weights maps it (mapped_file.h).
-FileMemory file_memory(const CliOptions& o) {
-  if (o.mmap) return FileMemory::Mapped;
-  return cli_device(o).reads_host_memory() ? FileMemory::Read : FileMemory::Mapped;
-}
-
-struct Session {
-  GgufFile file;
-  BpeTokenizer tokenizer;
-  std::unique_ptr<LanguageModel> model;
-  Generator generator;
-  double load_seconds;
-  double warmup_seconds;
-
-  Session(const std::string& path, const CliOptions& o, std::chrono::steady_clock::time_point t0)
-      : file(GgufFile::open(path, file_memory(o))),
-        tokenizer(vocab_from_gguf(file)),
-        model(load_model(file, o.max_context, o.device)),
-        generator(*model),
-        load_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()),
-        warmup_seconds(generator.warm_up(o.sampling)) {}
-
-  std::vector<int32_t> encode_prompt(const std::string& text, const CliOptions& o,
-                                     std::vector<ChatMessage>* history) {
-    if (o.raw) return tokenizer.encode(text);
-    std::vector<ChatMessage> turn = history ? *history : std::vector<ChatMessage>{};
-    turn.push_back({"user", text});
-    if (history) *history = turn;
-    std::string prompt =
-        format_chat(chat_template_for_pre(tokenizer.pre_tokenizer().name()), turn, {true, o.think});
-    return tokenizer.encode(prompt, true);
-  }
-
-  GenerateOptions gen_options(const CliOptions& o) const {
-    GenerateOptions g;
-    g.max_tokens = o.max_tokens;
-    g.sampling = o.sampling;
-    g.top_logprobs = o.top_logprobs;
-    g.is_stop = [this](int32_t t) { return tokenizer.is_end_of_generation(t); };
-    return g;
-  }
-};
 
 int run(const CliOptions& o) {
   auto t0 = std::chrono::steady_clock::now();
@@ -185,12 +135,13 @@ int main(int argc, char** argv) {
   try {
     if (argc > 1 && is_hub_command(argv[1]))
       return run_hub_command(argv[1], std::vector<std::string>(argv + 2, argv + argc));
-    CliOptions o = parse_cli(std::vector<std::string>(argv + 1, argv + argc));
+    const bool serve = argc > 1 && std::string_view(argv[1]) == "serve";
+    CliOptions o = parse_cli(std::vector<std::string>(argv + 1 + serve, argv + argc), serve);
     if (o.help) {
       std::fputs(cli_usage().c_str(), stdout);
       return 0;
     }
-    return run(o);
+    return serve ? run_serve(o) : run(o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "llm: %s\n", e.what());
     return 1;

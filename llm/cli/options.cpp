@@ -1,5 +1,6 @@
 #include "llm/cli/options.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "base/error.h"
@@ -36,6 +37,8 @@ std::string cli_usage() {
        llm pull NAME [--json]     download a model into the Hugging Face cache
        llm list [--json]          the models in the cache (alias, file, size, format)
        llm rm NAME                remove a model from the cache
+       llm serve --model NAME [--host H] [--port P] [--api-key KEY] [--max-queue N] [options]
+                                  an OpenAI-compatible server with a chat page at /
 
 Runs a GGUF Qwen model: Qwen3 (qwen3), Qwen3 MoE (qwen3moe), the Qwen3.5/3.6 Gated DeltaNet
 hybrids (qwen35) and their MoE variants (qwen35moe). Without --prompt it starts an interactive chat.
@@ -61,17 +64,34 @@ hybrids (qwen35) and their MoE variants (qwen35moe). Without --prompt it starts 
   --json                   one JSON object on stdout (ids, text, timings)
   --top-logprobs K         with --json: the top K (id, logprob) pairs at every generated position
   --help, -h               this text
+
+llm serve (also takes --max-context, --think, --device, --mmap; the sampling flags are per request):
+  --host H                 address to listen on (default 127.0.0.1: this machine only)
+  --port P                 port (default 8080; 0: any free port, printed on start)
+  --api-key KEY            require `Authorization: Bearer KEY` on every /v1 route
+  --max-queue N            requests that wait behind the running one (default 8); more get 429
 )";
 }
 
-CliOptions parse_cli(const std::vector<std::string>& args) {
+CliOptions parse_cli(const std::vector<std::string>& args, bool serve) {
   CliOptions o;
+  o.serve = serve;
+  // Flags of the other mode are refused, not ignored.
+  static const std::vector<std::string> kServeOnly = {"--host", "--port", "--api-key",
+                                                      "--max-queue"};
+  static const std::vector<std::string> kRunOnly = {
+      "--prompt",      "-p",     "--prompt-ids", "--raw",   "--max-tokens", "--temperature",
+      "--top-k",       "--top-p", "--min-p",     "--seed",  "--benchmark",  "--json",
+      "--top-logprobs"};
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> const std::string& {
       if (i + 1 >= args.size()) fail("{} needs a value", a);
       return args[++i];
     };
+    const auto& wrong = serve ? kRunOnly : kServeOnly;
+    if (std::find(wrong.begin(), wrong.end(), a) != wrong.end())
+      fail("{} is an option of {} (see --help)", a, serve ? "llm, not llm serve" : "llm serve");
     if (a == "--help" || a == "-h")
       o.help = true;
     else if (a == "--model" || a == "-m")
@@ -108,6 +128,14 @@ CliOptions parse_cli(const std::vector<std::string>& args) {
       o.json = true;
     else if (a == "--top-logprobs")
       o.top_logprobs = number<int>(a, value());
+    else if (a == "--host")
+      o.host = value();
+    else if (a == "--port")
+      o.port = number<int>(a, value());
+    else if (a == "--api-key")
+      o.api_key = value(), o.api_key.empty() ? fail("--api-key must not be empty") : void();
+    else if (a == "--max-queue")
+      o.max_queue = number<int64_t>(a, value());
     else
       fail("unknown option {} (see --help)", quote(a));
   }
@@ -117,6 +145,8 @@ CliOptions parse_cli(const std::vector<std::string>& args) {
   if (o.max_context < 1) fail("--max-context {} must be at least 1", o.max_context);
   if (o.top_logprobs < 0) fail("--top-logprobs {} is negative", o.top_logprobs);
   if (o.top_logprobs > 0 && !o.json) fail("--top-logprobs needs --json");
+  if (o.port < 0 || o.port > 65535) fail("--port {} is outside [0, 65535]", o.port);
+  if (o.max_queue < 0) fail("--max-queue {} is negative", o.max_queue);
   if (o.json && !o.prompt && o.prompt_ids.empty()) fail("--json needs --prompt or --prompt-ids");
   Sampler::validate(o.sampling);
   return o;

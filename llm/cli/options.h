@@ -24,10 +24,17 @@ struct CliOptions {
   bool think = false;  // Qwen3 thinking mode in the chat template
   bool mmap = false;   // map the model file even on a device that runs it from host memory
   bool help = false;
+  // llm serve
+  bool serve = false;
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  std::string api_key;
+  int64_t max_queue = 8;
 };
 
-/// Parses argv (without the program name). Errors name the flag and the bad value.
-CliOptions parse_cli(const std::vector<std::string>& args);
+/// Parses argv (without the program name; for `llm serve`, `serve` set and the words after it).
+/// Errors name the flag and the bad value, or a flag the mode does not take.
+CliOptions parse_cli(const std::vector<std::string>& args, bool serve = false);
 /// The --help text.
 std::string cli_usage();
 
