@@ -6,12 +6,14 @@
 #include <mutex>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "base/env.h"
 #include "base/error.h"
 #include "codegen/codegen.h"
+#include "runtime/compile_observer.h"
 #include "runtime/device.h"
 #include "runtime/jit.h"
 #include "schedule/schedule.h"
@@ -61,6 +63,11 @@ std::shared_ptr<Program> program_for(Device& device, const UOp& ast) {
   return p;
 }
 
+CompileObserver& compile_observer() {
+  static CompileObserver observer;
+  return observer;
+}
+
 const UOp& buffer_arg_node(const UOp& buffer) {
   if (buffer.op() != Op::BUFFER)
     internal_error("expected a BUFFER node, got {}", op_name(buffer.op()));
@@ -68,6 +75,10 @@ const UOp& buffer_arg_node(const UOp& buffer) {
 }
 
 }  // namespace
+
+CompileObserver set_compile_observer(CompileObserver observer) {
+  return std::exchange(compile_observer(), std::move(observer));
+}
 
 UOp new_buffer(const std::string& device, DType dtype, int64_t count) {
   get_device(device);  // unknown devices fail here, at creation
@@ -150,11 +161,16 @@ std::vector<UOp> realize(std::span<const UOp> bound_roots) {
   if (debug_level() >= 1 && !sched.items.empty())
     fmt::print(stderr, "scheduled {} kernel{}\n", sched.items.size(),
                sched.items.size() == 1 ? "" : "s");
-  for (const ScheduleItem& item : sched.items) {
+  for (size_t i = 0; i < sched.items.size(); ++i) {
+    const ScheduleItem& item = sched.items[i];
     check_writable(item);
     const std::string& dev_name = item.buffers.at(0).arg_as<BufferArg>().device;
     Device& device = get_device(dev_name);
+    const int64_t compiled = jit_stats().compiles;
     ExecItem exec{&device, item.is_copy() ? nullptr : program_for(device, item.ast), item.buffers};
+    if (jit_stats().compiles != compiled && compile_observer())
+      compile_observer()({static_cast<int64_t>(i + 1), static_cast<int64_t>(sched.items.size()),
+                          jit_stats().compiles, jit_stats().compile_seconds});
     if (CaptureScope* capture = CaptureScope::current()) capture->items.push_back(exec);
     auto t0 = std::chrono::steady_clock::now();
     run_exec_item(exec, var_vals);

@@ -20,13 +20,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-std::string human_bytes(double b) {
-  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
-  int u = 0;
-  while (b >= 1000 && u < 4) b /= 1000, ++u;
-  return u ? fmt::format("{:.1f} {}", b, units[u]) : fmt::format("{:.0f} {}", b, units[u]);
-}
-
 std::string clock_time(double s) {
   const auto t = static_cast<long long>(s);
   return t >= 3600 ? fmt::format("{}:{:02}:{:02}", t / 3600, t / 60 % 60, t % 60)
@@ -143,6 +136,13 @@ int run_hub_command(const std::string& command, const std::vector<std::string>& 
   if (command == "list") return list(args);
   if (command == "rm") return remove(args);
   fail("llm: unknown command {}", quote(command));
+}
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
+  int u = 0;
+  while (b >= 1000 && u < 4) b /= 1000, ++u;
+  return u ? fmt::format("{:.1f} {}", b, units[u]) : fmt::format("{:.0f} {}", b, units[u]);
 }
 
 ProgressFn progress_display(const std::string& what, bool quiet) {

@@ -19,4 +19,7 @@ int run_hub_command(const std::string& command, const std::vector<std::string>& 
 /// plain line every 5 seconds otherwise, nothing when `quiet`.
 ProgressFn progress_display(const std::string& what, bool quiet);
 
+/// "1.2 GB": bytes in decimal units, one decimal.
+std::string human_bytes(double bytes);
+
 }  // namespace ugrad::llm

@@ -33,7 +33,7 @@ double weight_bytes(const GgufFile& file) {
 
 int run(const CliOptions& o) {
   auto t0 = std::chrono::steady_clock::now();
-  Session s(resolve_model_path(o.model, progress_display(o.model, o.json)), o, t0);
+  Session s(resolve_model_path(o.model, progress_display(o.model, o.json)), o, t0, o.json);
   if (!o.prompt && o.prompt_ids.empty()) {
     // Interactive chat: the conversation so far is re-encoded each turn; the cache keeps the
     // prefix.

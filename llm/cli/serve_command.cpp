@@ -33,7 +33,7 @@ int run_serve(const CliOptions& o) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   const auto t0 = std::chrono::steady_clock::now();
-  Session s(resolve_model_path(o.model, progress_display(o.model, false)), o, t0);
+  Session s(resolve_model_path(o.model, progress_display(o.model, false)), o, t0, false);
   // Requests sample with OpenAI's default (temperature 1) unless they say otherwise.
   Sampler({.temperature = 1}, s.model->device()).warm_up(s.model->config().vocab_size);
   ServerOptions options;

@@ -1,6 +1,15 @@
 #include "llm/cli/session.h"
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include <fmt/format.h>
+
 #include "base/env.h"
+#include "llm/cli/hub_commands.h"
+#include "runtime/compile_observer.h"
 #include "llm/models/gguf_vocab.h"
 
 namespace ugrad::llm {
@@ -13,6 +22,49 @@ FileMemory file_memory(const CliOptions& o) {
   return cli_device(o).reads_host_memory() ? FileMemory::Read : FileMemory::Mapped;
 }
 
+// A status line on stderr, redrawn in place at most every 0.1 s and erased when done; nothing
+// unless stderr is a terminal.
+class StatusLine {
+ public:
+  explicit StatusLine(bool quiet) : on_(!quiet && isatty(STDERR_FILENO) != 0) {}
+  ~StatusLine() {
+    if (drawn_) std::fputs("\r\033[K", stderr);
+  }
+  void show(const std::string& text, bool force = false) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!on_ || (!force && now - last_ < std::chrono::milliseconds(100))) return;
+    last_ = now;
+    drawn_ = true;
+    std::fprintf(stderr, "\r\033[K%s", text.c_str());
+  }
+
+ private:
+  bool on_, drawn_ = false;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+GgufFile open_with_progress(const std::string& path, const CliOptions& o, bool quiet) {
+  StatusLine line(quiet);
+  return GgufFile::open(path, file_memory(o), [&](const std::string& p, size_t done, size_t total) {
+    line.show(fmt::format("loading {}: {} / {}", std::filesystem::path(p).filename().string(),
+                          human_bytes(static_cast<double>(done)),
+                          human_bytes(static_cast<double>(total))),
+              done == total);
+  });
+}
+
+double warm_up_with_progress(Generator& generator, const SamplingOptions& sampling, bool quiet) {
+  StatusLine line(quiet);
+  line.show("warm-up: compiling kernels", true);
+  CompileObserver previous = set_compile_observer([&](const CompileEvent& e) {
+    line.show(fmt::format("warm-up: {} kernels compiled in {:.1f} s (this graph: {} of {})",
+                          e.compiled, e.seconds, e.kernel, e.kernels));
+  });
+  const double seconds = generator.warm_up(sampling);
+  set_compile_observer(std::move(previous));
+  return seconds;
+}
+
 }  // namespace
 
 const Device& cli_device(const CliOptions& o) {
@@ -20,13 +72,13 @@ const Device& cli_device(const CliOptions& o) {
 }
 
 Session::Session(const std::string& path, const CliOptions& o,
-                 std::chrono::steady_clock::time_point t0)
-    : file(GgufFile::open(path, file_memory(o))),
+                 std::chrono::steady_clock::time_point t0, bool quiet)
+    : file(open_with_progress(path, o, quiet)),
       tokenizer(vocab_from_gguf(file)),
       model(load_model(file, o.max_context, o.device)),
       generator(*model),
       load_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()),
-      warmup_seconds(generator.warm_up(o.sampling)) {}
+      warmup_seconds(warm_up_with_progress(generator, o.sampling, quiet)) {}
 
 ChatTemplate Session::chat_template() const {
   return chat_template_for_pre(tokenizer.pre_tokenizer().name());

@@ -26,8 +26,11 @@ struct Session {
   double load_seconds;
   double warmup_seconds;
 
-  /// Loads the file at `path` (t0: when the process started, for load_seconds) and warms up.
-  Session(const std::string& path, const CliOptions& o, std::chrono::steady_clock::time_point t0);
+  /// Loads the file at `path` (t0: when the process started, for load_seconds) and warms up. On a
+  /// terminal, unless `quiet`, a status line on stderr shows the bytes read and the kernels
+  /// compiled.
+  Session(const std::string& path, const CliOptions& o, std::chrono::steady_clock::time_point t0,
+          bool quiet);
 
   /// The chat template that goes with the vocabulary.
   ChatTemplate chat_template() const;

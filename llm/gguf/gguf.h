@@ -51,7 +51,8 @@ class GgufFile {
   /// Opens and validates a file, memory-mapped or read into huge-page memory (mapped_file.h). The
   /// first shard of a split file (`name-00001-of-0000N.gguf`) opens all shards and merges their
   /// tensor lists.
-  static GgufFile open(const std::string& path, FileMemory how = FileMemory::Mapped);
+  static GgufFile open(const std::string& path, FileMemory how = FileMemory::Mapped,
+                       const ReadProgress& progress = {});
   /// Parses a file image held in memory. The bytes are borrowed: keep them alive and unchanged
   /// while this object (or anything taken from it) is in use. Split keys are not followed.
   static GgufFile from_bytes(std::span<const uint8_t> bytes);

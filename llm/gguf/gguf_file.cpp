@@ -11,8 +11,9 @@
 namespace ugrad::llm {
 namespace {
 
-GgufFile::Shard parse_mapped(const std::string& path, FileMemory how) {
-  auto map = MappedFile::open(path, how);
+GgufFile::Shard parse_mapped(const std::string& path, FileMemory how,
+                             const ReadProgress& progress) {
+  auto map = MappedFile::open(path, how, progress);
   GgufFile::Shard shard = parse_gguf(map->bytes(), path);
   shard.owner = map;
   return shard;
@@ -40,7 +41,8 @@ std::optional<uint64_t> split_key(const GgufFile::Shard& s, std::string_view key
 
 // Opens shards 2..count of a split file whose first shard is already parsed.
 std::vector<GgufFile::Shard> open_split(GgufFile::Shard first, const std::string& path,
-                                        uint64_t count, FileMemory how) {
+                                        uint64_t count, FileMemory how,
+                                        const ReadProgress& progress) {
   if (count > kGgufMaxShards)
     fail("gguf: {}: {} is {}, more than the {} shards a split file can have", quote(path),
          quote(kGgufSplitCount), count, kGgufMaxShards);
@@ -66,7 +68,7 @@ std::vector<GgufFile::Shard> open_split(GgufFile::Shard first, const std::string
     if (!std::filesystem::exists(shard_path, ec))
       fail("gguf: split file {} is missing (shard {} of {} of {})", quote(shard_path), i + 1, count,
            quote(path));
-    GgufFile::Shard s = parse_mapped(shard_path, how);
+    GgufFile::Shard s = parse_mapped(shard_path, how, progress);
     auto s_no = split_key(s, kGgufSplitNo, shard_path);
     auto s_count = split_key(s, kGgufSplitCount, shard_path);
     if (!s_no || !s_count)
@@ -95,8 +97,8 @@ uint64_t GgufTensor::n_elements() const {
   return n;
 }
 
-GgufFile GgufFile::open(const std::string& path, FileMemory how) {
-  Shard first = parse_mapped(path, how);
+GgufFile GgufFile::open(const std::string& path, FileMemory how, const ReadProgress& progress) {
+  Shard first = parse_mapped(path, how, progress);
   auto count = split_key(first, kGgufSplitCount, path);
   if (!count || *count == 1) {
     std::vector<Shard> one;
@@ -104,7 +106,7 @@ GgufFile GgufFile::open(const std::string& path, FileMemory how) {
     return from_shards(std::move(one));
   }
   if (*count == 0) fail("gguf: {}: {} is 0", quote(path), quote(kGgufSplitCount));
-  return from_shards(open_split(std::move(first), path, *count, how));
+  return from_shards(open_split(std::move(first), path, *count, how, progress));
 }
 
 GgufFile GgufFile::from_bytes(std::span<const uint8_t> bytes) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -37,7 +38,8 @@ struct Region {
   size_t region_size;
   const uint8_t* data;  // the first 2 MiB boundary in the region
 };
-Region read_into_memory(int fd, size_t size, const std::string& path) {
+Region read_into_memory(int fd, size_t size, const std::string& path,
+                        const ReadProgress& progress) {
   const size_t region_size = (size + kHugePage - 1) / kHugePage * kHugePage + kHugePage;
   void* region =
       ::mmap(nullptr, region_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -49,10 +51,13 @@ Region read_into_memory(int fd, size_t size, const std::string& path) {
   auto* data = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(region) + kHugePage - 1) /
                                           kHugePage * kHugePage);
   ::madvise(data, region_size - kHugePage, MADV_HUGEPAGE);
+  constexpr size_t kStep = size_t{64} << 20;  // read in steps, for the progress display
   for (size_t done = 0; done < size;) {
-    const ssize_t got = ::pread(fd, data + done, size - done, static_cast<off_t>(done));
+    const ssize_t got =
+        ::pread(fd, data + done, std::min(kStep, size - done), static_cast<off_t>(done));
     if (got > 0) {
       done += static_cast<size_t>(got);
+      if (progress) progress(path, done, size);
       continue;
     }
     if (got < 0 && errno == EINTR) continue;
@@ -78,7 +83,8 @@ size_t mem_available(std::string_view meminfo) {
   return i == digits ? SIZE_MAX : kib * 1024;
 }
 
-std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, FileMemory how) {
+std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, FileMemory how,
+                                                   const ReadProgress& progress) {
   const Fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (fd.fd < 0) fail("gguf: cannot open {}: {}", quote(path), std::strerror(errno));
   struct stat st {};
@@ -89,7 +95,7 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, File
   // A copy that does not fit in the memory available now would only be reclaimed (or end the
   // process under overcommit): such a file is mapped.
   if (how == FileMemory::Read && size <= mem_available(meminfo())) {
-    const Region r = read_into_memory(fd.fd, size, path);
+    const Region r = read_into_memory(fd.fd, size, path, progress);
     return std::shared_ptr<const MappedFile>(new MappedFile(r.data, size, r.region, r.region_size));
   }
   void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.fd, 0);

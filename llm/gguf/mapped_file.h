@@ -9,6 +9,7 @@
 // reads it in; a GPU, which only uploads the weights, maps it.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -19,6 +20,9 @@ namespace ugrad::llm {
 /// How a file's bytes are held: mapped, or read into (huge-page) memory.
 enum class FileMemory { Mapped, Read };
 
+/// Told, while a file is read into memory, the bytes read so far of the file's total.
+using ReadProgress = std::function<void(const std::string& path, size_t done, size_t total)>;
+
 /// Bytes of MemAvailable in the text of /proc/meminfo; SIZE_MAX when it has none.
 size_t mem_available(std::string_view meminfo);
 
@@ -27,8 +31,10 @@ class MappedFile {
   /// The bytes of `path`, held as `how` says (a file to read that is larger than the memory
   /// available now is mapped); an Error names the file and the OS reason on failure (a file that
   /// cannot be opened, mapped, read or fully read, or memory that cannot be allocated for it).
+  /// `progress` hears of a read as it goes (a mapping reads nothing up front).
   static std::shared_ptr<const MappedFile> open(const std::string& path,
-                                                FileMemory how = FileMemory::Mapped);
+                                                FileMemory how = FileMemory::Mapped,
+                                                const ReadProgress& progress = {});
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;

@@ -8,6 +8,7 @@
 #include "base/env.h"
 #include "base/error.h"
 #include "codegen/codegen.h"
+#include "runtime/compile_observer.h"
 #include "runtime/jit.h"
 #include "runtime/realize.h"
 #include "schedule/schedule.h"
@@ -236,4 +237,21 @@ TEST_CASE("with VERIFY=1 every new kernel AST passes the verifier") {
   UOp sm = mop(Op::EXPAND, reduce(e, Op::ADD, {1}), {7, 13});
   UOp padded = mop(Op::PAD, permute(e * sm.alu(Op::RECIP), {1, 0}), {1, 0, 0, 2});
   CHECK(run(padded).size() == 14 * 9);
+}
+
+TEST_CASE("the compile observer hears of each kernel compiled, and of none found compiled") {
+  std::vector<CompileEvent> events;
+  CompileObserver previous = set_compile_observer([&](const CompileEvent& e) { events.push_back(e); });
+  const int64_t before = jit_stats().compiles;
+  // A graph no other case builds: its kernel is new to this process.
+  UOp x = from(random_vec(13, 21), {13});
+  const auto graph = [&] { return reduce(x * x + x, Op::ADD, {0}); };
+  run(graph());
+  REQUIRE(events.size() == static_cast<size_t>(jit_stats().compiles - before));
+  REQUIRE(!events.empty());
+  CHECK(events.back().compiled == jit_stats().compiles);
+  CHECK(events.back().kernel <= events.back().kernels);
+  run(graph());  // compiled already: nothing to hear
+  CHECK(events.size() == static_cast<size_t>(jit_stats().compiles - before));
+  set_compile_observer(std::move(previous));
 }
