@@ -8,10 +8,10 @@
 namespace ugrad {
 
 struct CompileEvent {
-  int64_t kernel = 0;     // 1-based position of the kernel in the schedule being realized
-  int64_t kernels = 0;    // kernels in that schedule (compiled or found)
-  int64_t compiled = 0;   // kernels compiled by this process so far
-  double seconds = 0;     // compile time of this process so far
+  int64_t kernel = 0;    // 1-based position of the kernel in the schedule being realized
+  int64_t kernels = 0;   // kernels in that schedule (compiled or found)
+  int64_t compiled = 0;  // kernels compiled by this process so far
+  double seconds = 0;    // compile time of this process so far
 };
 using CompileObserver = std::function<void(const CompileEvent&)>;
 

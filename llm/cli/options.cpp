@@ -80,9 +80,9 @@ CliOptions parse_cli(const std::vector<std::string>& args, bool serve) {
   static const std::vector<std::string> kServeOnly = {"--host", "--port", "--api-key",
                                                       "--max-queue"};
   static const std::vector<std::string> kRunOnly = {
-      "--prompt",      "-p",     "--prompt-ids", "--raw",   "--max-tokens", "--temperature",
-      "--top-k",       "--top-p", "--min-p",     "--seed",  "--benchmark",  "--json",
-      "--top-logprobs"};
+      "--prompt",      "-p",      "--prompt-ids",  "--raw",   "--max-tokens",
+      "--temperature", "--top-k", "--top-p",       "--min-p", "--seed",
+      "--benchmark",   "--json",  "--top-logprobs"};
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> const std::string& {

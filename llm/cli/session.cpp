@@ -9,8 +9,8 @@
 
 #include "base/env.h"
 #include "llm/cli/hub_commands.h"
-#include "runtime/compile_observer.h"
 #include "llm/models/gguf_vocab.h"
+#include "runtime/compile_observer.h"
 
 namespace ugrad::llm {
 namespace {

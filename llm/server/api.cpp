@@ -56,8 +56,8 @@ std::string text(const Json& v, const std::string& name) {
 std::string content_text(const Json* v, const std::string& name) {
   if (!v) return {};
   if (v->is_string()) return v->get<std::string>();
-  if (!v->is_array()) bad(name, fmt::format("must be a string or an array of parts, not {}",
-                                            v->type_name()));
+  if (!v->is_array())
+    bad(name, fmt::format("must be a string or an array of parts, not {}", v->type_name()));
   std::string out;
   for (size_t i = 0; i < v->size(); ++i) {
     const Json& part = (*v)[i];
@@ -174,8 +174,8 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body_text) {
   if (body.is_discarded())
     throw ApiError(400, "the request body is not valid JSON", {}, "invalid_json");
   if (!body.is_object())
-    throw ApiError(400, fmt::format("the request body must be a JSON object, not {}",
-                                    body.type_name()));
+    throw ApiError(400,
+                   fmt::format("the request body must be a JSON object, not {}", body.type_name()));
   CompletionRequest req;
   req.endpoint = endpoint;
   const Json* model = field(body, "model");
@@ -209,8 +209,7 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body_text) {
   if (req.ignore_eos && !req.max_tokens) bad("ignore_eos", "needs max_tokens");
   if (const Json* k = field(body, "chat_template_kwargs")) {
     if (!k->is_object()) bad("chat_template_kwargs", "must be an object");
-    if (field(*k, "enable_thinking"))
-      req.enable_thinking = boolean(*k, "enable_thinking", true);
+    if (field(*k, "enable_thinking")) req.enable_thinking = boolean(*k, "enable_thinking", true);
   }
   return req;
 }

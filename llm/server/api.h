@@ -40,12 +40,12 @@ struct CompletionRequest {
   std::string prompt;                 // completions, as text ...
   std::vector<int32_t> prompt_ids;    // ... or as token ids (then prompt is empty)
   bool stream = false;
-  bool include_usage = false;              // stream_options.include_usage
-  std::optional<int64_t> max_tokens;       // absent: until the context is full
-  SamplingOptions sampling;                // OpenAI's defaults: temperature 1, top_p 1
-  bool seeded = false;                     // false: the server draws a seed
-  std::vector<std::string> stop;           // up to 4, not empty
-  std::optional<bool> enable_thinking;     // chat_template_kwargs.enable_thinking
+  bool include_usage = false;           // stream_options.include_usage
+  std::optional<int64_t> max_tokens;    // absent: until the context is full
+  SamplingOptions sampling;             // OpenAI's defaults: temperature 1, top_p 1
+  bool seeded = false;                  // false: the server draws a seed
+  std::vector<std::string> stop;        // up to 4, not empty
+  std::optional<bool> enable_thinking;  // chat_template_kwargs.enable_thinking
   bool ignore_eos = false;  // llama-server's: generate max_tokens whatever the model says
 };
 

@@ -39,12 +39,12 @@ ApiError status_error(const httplib::Request& req, int status, size_t max_body) 
     case 404:
       return ApiError(404, fmt::format("no route {} {}", req.method, req.path), {}, "not_found");
     case 413:
-      return ApiError(413, fmt::format("the request body is larger than the limit of {} bytes",
-                                       max_body),
-                      {}, "request_too_large");
+      return ApiError(
+          413, fmt::format("the request body is larger than the limit of {} bytes", max_body), {},
+          "request_too_large");
     default:
-      return ApiError(status, fmt::format("the request failed with HTTP status {}", status), {},
-                      {}, status >= 500 ? "server_error" : "invalid_request_error");
+      return ApiError(status, fmt::format("the request failed with HTTP status {}", status), {}, {},
+                      status >= 500 ? "server_error" : "invalid_request_error");
   }
 }
 
@@ -73,8 +73,9 @@ struct Server::Impl {
 
   std::shared_ptr<GenerationJob> make_job(const CompletionRequest& r) {
     if (r.model != model.name)
-      throw ApiError(404, fmt::format("the model '{}' does not exist; this server serves '{}'",
-                                      r.model, model.name),
+      throw ApiError(404,
+                     fmt::format("the model '{}' does not exist; this server serves '{}'", r.model,
+                                 model.name),
                      "model", "model_not_found");
     auto job = std::make_shared<GenerationJob>();
     const bool chat = r.endpoint == Endpoint::kChat;
@@ -92,9 +93,10 @@ struct Server::Impl {
     } else if (!r.prompt_ids.empty()) {
       for (int32_t id : r.prompt_ids)
         if (id >= model.vocab_size)
-          throw ApiError(400, fmt::format("token id {} is outside the vocabulary [0, {})", id,
-                                          model.vocab_size),
-                         "prompt");
+          throw ApiError(
+              400,
+              fmt::format("token id {} is outside the vocabulary [0, {})", id, model.vocab_size),
+              "prompt");
       job->prompt = r.prompt_ids;
     } else {
       job->prompt = model.tokenizer.encode(r.prompt, true);
@@ -116,10 +118,9 @@ struct Server::Impl {
   void complete(Endpoint endpoint, const httplib::Request& req, httplib::Response& res) {
     const CompletionRequest r = parse_request(endpoint, req.body);
     std::shared_ptr<GenerationJob> job = make_job(r);
-    const ResponseHeader h{fmt::format("{}{:016x}", endpoint == Endpoint::kChat ? "chatcmpl-"
-                                                                               : "cmpl-",
-                                       draw()),
-                           static_cast<int64_t>(std::time(nullptr)), model.name};
+    const ResponseHeader h{
+        fmt::format("{}{:016x}", endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-", draw()),
+        static_cast<int64_t>(std::time(nullptr)), model.name};
     if (!queue.submit(job)) {
       const auto wait = static_cast<int64_t>(queue.mean_job_seconds() + 1);
       res.set_header("Retry-After", std::to_string(wait));
@@ -205,14 +206,13 @@ struct Server::Impl {
       res.set_content(dump({{"object", "list"}, {"data", Json::array({model_json()})}}),
                       "application/json");
     });
-    http.Get(R"(/v1/models/(.+))", guarded([this](const httplib::Request& req,
-                                                   httplib::Response& res) {
-               if (req.matches[1] != model.name)
-                 throw ApiError(404, fmt::format("the model '{}' does not exist",
-                                                 req.matches[1].str()),
-                                "model", "model_not_found");
-               res.set_content(dump(model_json()), "application/json");
-             }));
+    http.Get(
+        R"(/v1/models/(.+))", guarded([this](const httplib::Request& req, httplib::Response& res) {
+          if (req.matches[1] != model.name)
+            throw ApiError(404, fmt::format("the model '{}' does not exist", req.matches[1].str()),
+                           "model", "model_not_found");
+          res.set_content(dump(model_json()), "application/json");
+        }));
     http.Post("/v1/chat/completions",
               guarded([this](const auto& req, auto& res) { complete(Endpoint::kChat, req, res); }));
     http.Post("/v1/completions", guarded([this](const auto& req, auto& res) {
@@ -250,9 +250,10 @@ int Server::bind() {
   const bool ok = s.options.port == 0 ? (s.port = s.http.bind_to_any_port(s.options.host)) > 0
                                       : s.http.bind_to_port(s.options.host, s.options.port);
   if (!ok)
-    fail("serve: cannot listen on {}:{} (the port is in use, or the host is not an address of "
-         "this machine)",
-         s.options.host, s.options.port);
+    fail(
+        "serve: cannot listen on {}:{} (the port is in use, or the host is not an address of "
+        "this machine)",
+        s.options.host, s.options.port);
   if (s.options.port != 0) s.port = s.options.port;
   return s.port;
 }

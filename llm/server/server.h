@@ -23,9 +23,9 @@ namespace ugrad::llm {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;              // 0: an ephemeral port (Server::port() tells which)
-  std::string api_key;          // empty: no authentication
-  size_t max_waiting = 8;       // requests queued behind the running one; more get 429
+  int port = 8080;         // 0: an ephemeral port (Server::port() tells which)
+  std::string api_key;     // empty: no authentication
+  size_t max_waiting = 8;  // requests queued behind the running one; more get 429
   size_t max_body_bytes = 8 << 20;
   bool think_by_default = true;  // chat requests without chat_template_kwargs.enable_thinking
 };

@@ -145,9 +145,8 @@ AnswerDelta split_answer(std::string_view text, bool starts_in_reasoning) {
 
 bool prompt_opens_reasoning(std::string_view prompt_text) {
   const size_t open = prompt_text.rfind(kOpen);
-  return open != std::string_view::npos &&
-         after_space(prompt_text.substr(open + kOpen.size())) ==
-             prompt_text.size() - open - kOpen.size();
+  return open != std::string_view::npos && after_space(prompt_text.substr(open + kOpen.size())) ==
+                                               prompt_text.size() - open - kOpen.size();
 }
 
 }  // namespace ugrad::llm

@@ -241,7 +241,8 @@ TEST_CASE("with VERIFY=1 every new kernel AST passes the verifier") {
 
 TEST_CASE("the compile observer hears of each kernel compiled, and of none found compiled") {
   std::vector<CompileEvent> events;
-  CompileObserver previous = set_compile_observer([&](const CompileEvent& e) { events.push_back(e); });
+  CompileObserver previous =
+      set_compile_observer([&](const CompileEvent& e) { events.push_back(e); });
   const int64_t before = jit_stats().compiles;
   // A graph no other case builds: its kernel is new to this process.
   UOp x = from(random_vec(13, 21), {13});

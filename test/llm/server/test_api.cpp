@@ -30,9 +30,9 @@ ApiError refusal(Endpoint endpoint, const std::string& body) {
 }  // namespace
 
 TEST_CASE("a chat request parses into its fields, with OpenAI's defaults") {
-  const CompletionRequest r = parse_request(
-      Endpoint::kChat,
-      R"({"model": "m", "messages": [{"role": "developer", "content": "be brief"},
+  const CompletionRequest r =
+      parse_request(Endpoint::kChat,
+                    R"({"model": "m", "messages": [{"role": "developer", "content": "be brief"},
           {"role": "user", "content": [{"type": "text", "text": "hi "}, {"type": "text", "text": "there"}]},
           {"role": "assistant", "content": null}],
           "stream": true, "stream_options": {"include_usage": true}, "max_tokens": 7,
@@ -55,8 +55,8 @@ TEST_CASE("a chat request parses into its fields, with OpenAI's defaults") {
   CHECK(r.stop == std::vector<std::string>{"\n\n", "END"});
   CHECK(r.enable_thinking == false);
 
-  const CompletionRequest d =
-      parse_request(Endpoint::kChat, R"({"model": "m", "messages": [{"role": "user", "content": "x"}],
+  const CompletionRequest d = parse_request(
+      Endpoint::kChat, R"({"model": "m", "messages": [{"role": "user", "content": "x"}],
           "max_completion_tokens": 3, "max_tokens": 9, "temperature": 0, "stop": "s"})");
   CHECK(d.max_tokens == 3);  // the newer field wins
   CHECK(d.sampling.temperature == 0);
@@ -94,8 +94,8 @@ TEST_CASE("bad requests are refused with OpenAI's status, parameter and code") {
       {chat, R"({"model": "m", "messages": [{"role": "user", "content": 3}]})", 400,
        "messages[0].content", ""},
       {chat,
-       R"({"model": "m", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]})",
-       400, "messages[0].content[0]", ""},
+       R"({"model": "m", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]})", 400,
+       "messages[0].content[0]", ""},
       {chat, R"({"model": "m", "temperature": "hot", )" + user + "}", 400, "temperature", ""},
       {chat, R"({"model": "m", "temperature": 2.5, )" + user + "}", 400, "temperature", ""},
       {chat, R"({"model": "m", "top_p": 0, )" + user + "}", 400, "top_p", ""},
@@ -104,8 +104,7 @@ TEST_CASE("bad requests are refused with OpenAI's status, parameter and code") {
       {chat, R"({"model": "m", "max_tokens": 1e30, )" + user + "}", 400, "max_tokens", ""},
       {chat, R"({"model": "m", "seed": "x", )" + user + "}", 400, "seed", ""},
       {chat, R"({"model": "m", "stream": "yes", )" + user + "}", 400, "stream", ""},
-      {chat, R"({"model": "m", "stop": ["a", "b", "c", "d", "e"], )" + user + "}", 400, "stop",
-       ""},
+      {chat, R"({"model": "m", "stop": ["a", "b", "c", "d", "e"], )" + user + "}", 400, "stop", ""},
       {chat, R"({"model": "m", "stop": [""], )" + user + "}", 400, "stop", ""},
       {chat, R"({"model": "m", "n": 2, )" + user + "}", 400, "n", ""},
       {chat, R"({"model": "m", "logprobs": true, )" + user + "}", 400, "logprobs", ""},

@@ -80,10 +80,10 @@ struct Fixture {
     o.max_waiting = 1;
     o.max_body_bytes = 1 << 20;
     o.think_by_default = false;
-    server = std::make_unique<Server>(ServedModel{"demo", generator, tokenizer,
-                                                  ChatTemplate::kQwen3, kContext,
-                                                  model->config().vocab_size},
-                                      o);
+    server =
+        std::make_unique<Server>(ServedModel{"demo", generator, tokenizer, ChatTemplate::kQwen3,
+                                             kContext, model->config().vocab_size},
+                                 o);
     server->bind();
     thread = std::thread([this] { server->listen(); });
   }
@@ -244,8 +244,11 @@ TEST_CASE("a greedy chat answer is the generator's, streamed or not") {
 
 TEST_CASE("completions: token ids, ignore_eos, a stop string, and a seed") {
   oracle();
-  Json body = {{"model", "demo"}, {"prompt", {1, 2, 3}}, {"max_tokens", 40},
-               {"temperature", 0}, {"ignore_eos", true}};
+  Json body = {{"model", "demo"},
+               {"prompt", {1, 2, 3}},
+               {"max_tokens", 40},
+               {"temperature", 0},
+               {"ignore_eos", true}};
   const Json full = post("/v1/completions", body);
   CHECK(full["object"] == "text_completion");
   CHECK(full["usage"]["prompt_tokens"] == 3);
@@ -282,7 +285,8 @@ TEST_CASE("a conversation that continues reuses the cached prefix") {
   oracle();
   Json body = chat_body("tell me something", 8);
   const Json one = post("/v1/chat/completions", body);
-  body["messages"].push_back({{"role", "assistant"}, {"content", one["choices"][0]["message"]["content"]}});
+  body["messages"].push_back(
+      {{"role", "assistant"}, {"content", one["choices"][0]["message"]["content"]}});
   body["messages"].push_back({{"role", "user"}, {"content", "and more"}});
   const Json two = post("/v1/chat/completions", body);
   // The cache serves the tokens the two prompts share: up to the first answer, whose empty think
@@ -338,8 +342,11 @@ TEST_CASE("a full queue answers 429, /health answers meanwhile, a client that le
   // A long generation: the client reads its first events, then the test holds it.
   std::promise<void> streaming, hang_up;
   std::shared_future<void> hang = hang_up.get_future().share();
-  Json long_body = {{"model", "demo"}, {"prompt", "a"}, {"max_tokens", 3000},
-                    {"ignore_eos", true}, {"stream", true}};
+  Json long_body = {{"model", "demo"},
+                    {"prompt", "a"},
+                    {"max_tokens", 3000},
+                    {"ignore_eos", true},
+                    {"stream", true}};
   std::thread runner([&] {
     size_t seen = 0;
     httplib::Request req;

@@ -15,7 +15,8 @@ namespace {
 // The pieces of `text` for each way of feeding it.
 std::vector<std::vector<std::string>> splits(const std::string& text) {
   std::vector<std::vector<std::string>> out;
-  for (size_t cut = 0; cut <= text.size(); ++cut) out.push_back({text.substr(0, cut), text.substr(cut)});
+  for (size_t cut = 0; cut <= text.size(); ++cut)
+    out.push_back({text.substr(0, cut), text.substr(cut)});
   std::vector<std::string> bytes;
   for (char c : text) bytes.emplace_back(1, c);
   out.push_back(bytes);
@@ -83,11 +84,10 @@ TEST_CASE("split_answer follows the chat templates' split") {
 }
 
 TEST_CASE("the stop scanner streams what cut_at_stop gives, in any pieces") {
-  const std::vector<std::vector<std::string>> stop_sets = {
-      {}, {"STOP"}, {"ab", "b c"}, {"\n\n"}, {"aaa"}, {"zzz", "STO"}};
-  const std::vector<std::string> texts = {"", "no stop here", "before STOP after",
-                                          "a b c ab",  "one\n\ntwo", "aaaa",
-                                          "STSTOP",    "STO"};
+  const std::vector<std::vector<std::string>> stop_sets = {{},       {"STOP"}, {"ab", "b c"},
+                                                           {"\n\n"}, {"aaa"},  {"zzz", "STO"}};
+  const std::vector<std::string> texts = {
+      "", "no stop here", "before STOP after", "a b c ab", "one\n\ntwo", "aaaa", "STSTOP", "STO"};
   for (const auto& stops : stop_sets)
     for (const std::string& text : texts) {
       const std::string want = cut_at_stop(text, stops);
