@@ -171,12 +171,22 @@ Shape broadcast_shape(const Shape& a, const Shape& b, std::string_view op) {
   return out;
 }
 
-Tensor::Tensor(UOp node, std::string device)
-    : state_(std::make_shared<State>(State{std::move(node), resolve_device(device)})) {}
+Tensor::Tensor(UOp node, std::string device) : state_(std::make_shared<State>()) {
+  state_->node = std::move(node);
+  state_->device = resolve_device(device);
+}
 
-const UOp& Tensor::node() const {
+const UOp& Tensor::raw_node() const {
   if (!state_) fail("tensor: use of an empty Tensor handle");
   return state_->node;
+}
+
+const UOp& Tensor::node() const {
+  const UOp& n = raw_node();
+  if (!state_->requires_grad || !NoGradScope::active()) return n;
+  if (!state_->detached || state_->detached.src(0) != n)
+    state_->detached = UOp::make(Op::DETACH, n.dtype(), {n});
+  return state_->detached;
 }
 const std::string& Tensor::device() const {
   if (!state_) fail("tensor: use of an empty Tensor handle");
@@ -247,10 +257,15 @@ void Tensor::realize_all(std::span<Tensor> tensors) {
   std::vector<UOp> done = ugrad::realize(roots);
   if (done.size() != roots.size())
     internal_error("realize returned {} nodes for {} roots", done.size(), roots.size());
-  for (size_t i = 0; i < which.size(); ++i) tensors[which[i]].state_->node = done[i];
+  const bool keep_graph = !grad_leaves().empty();
+  for (size_t i = 0; i < which.size(); ++i) {
+    State& s = *tensors[which[i]].state_;
+    if (keep_graph && !s.lazy) s.lazy = s.node;  // backward() on a realized loss
+    s.node = done[i];
+  }
 }
 
-bool Tensor::is_realized() const { return is_realized_view(node()); }
+bool Tensor::is_realized() const { return is_realized_view(raw_node()); }
 
 Tensor Tensor::contiguous() const {
   return Tensor(UOp::make(Op::CONTIGUOUS, dtype(), {node()}), device());
@@ -349,7 +364,7 @@ std::vector<int64_t> Tensor::to_ints() const {
 }
 
 Tensor Tensor::assign(const Tensor& value) const {
-  UOp base = node();
+  UOp base = raw_node();
   while (is_movement(base.op())) base = base.src(0);
   if (base.op() != Op::BUFFER)
     fail("assign: the target of shape {} is not a view of a realized buffer (realize it first)",
@@ -357,7 +372,7 @@ Tensor Tensor::assign(const Tensor& value) const {
   if (value.device() != device())
     fail("assign: value on {} but the target on {}", value.device(), device());
   Tensor v = broadcast_to(value.cast(dtype()), shape(), "assign");
-  return Tensor(UOp::make(Op::ASSIGN, dtype(), {node(), v.node()}), device());
+  return Tensor(UOp::make(Op::ASSIGN, dtype(), {raw_node(), v.node()}), device());
 }
 
 Tensor Tensor::assign(Number value) const {

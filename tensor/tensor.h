@@ -311,6 +311,21 @@ class Tensor {
   Tensor triu(int64_t k = 0) const;
   Tensor tril(int64_t k = 0) const;
 
+  // ---- gradients (autograd.cpp; the rules: gradient.h) ----
+  /// Marks this float tensor as a leaf whose gradient backward() accumulates into grad(). An
+  /// unrealized tensor is realized first (a leaf is a buffer of its own).
+  Tensor& requires_grad_(bool on = true);
+  bool requires_grad() const;
+  /// Reverse mode: adds d(this)/d(leaf), times `grad` (this tensor's shape; a scalar may omit it
+  /// for 1), to grad() of every requires-grad tensor this one depends on. Lazy: the gradients are
+  /// graphs, computed when read or realized. An Error when nothing requires grad along the way,
+  /// inside a NoGradScope, or for a non-float tensor.
+  void backward(const Tensor& grad = Tensor()) const;
+  /// The accumulated gradient, this tensor's shape and dtype (an empty handle before backward()).
+  Tensor grad() const;
+  /// Replaces the accumulated gradient (an empty handle clears it: zero_grad).
+  void set_grad(const Tensor& grad);
+
   // ---- matmul (matmul.cpp) ----
   /// numpy matmul: 1-D operands are vectors, leading dims broadcast.
   Tensor matmul(const Tensor& w) const;
@@ -322,8 +337,28 @@ class Tensor {
   struct State {
     UOp node;
     std::string device;
+    bool requires_grad = false;
+    std::shared_ptr<Tensor> grad;  // accumulated by backward()
+    UOp lazy;      // the graph before realize(), kept while a tensor requires grad (backward)
+    UOp detached;  // node() inside a NoGradScope for a requires-grad tensor
   };
+  /// The node itself, never detached (what realize, assign and reads use).
+  const UOp& raw_node() const;
+  /// The live tensors that require grad.
+  static std::vector<std::weak_ptr<State>>& grad_leaves();
   std::shared_ptr<State> state_;
+};
+
+/// While one lives (on this thread), requires-grad tensors read as detached: what is computed
+/// from them carries no gradient (an optimizer's update, an evaluation), and backward() is an
+/// Error.
+class NoGradScope {
+ public:
+  NoGradScope();
+  ~NoGradScope();
+  NoGradScope(const NoGradScope&) = delete;
+  NoGradScope& operator=(const NoGradScope&) = delete;
+  static bool active();
 };
 
 // ---- binary ops with broadcasting and promotion (elementwise.cpp) ----

@@ -84,49 +84,8 @@ Tensor upload(const ref::Array& a, DType t, const std::string& device) {
 // The input as a tensor in the requested layout, and its logical values.
 std::pair<Tensor, ref::Array> make_input(const InputSpec& s, std::mt19937_64& rng,
                                          const std::string& device) {
-  size_t rank = s.dims.size();
-  Layout l = s.layout;
-  if (rank == 0 || (l == Layout::Permuted && rank < 2) || (l == Layout::Padded && s.dims[0] < 2))
-    l = Layout::Contiguous;
-  std::vector<int64_t> all(rank);
-  for (size_t i = 0; i < rank; ++i) all[i] = static_cast<int64_t>(i);
-  switch (l) {
-    case Layout::Contiguous: {
-      ref::Array a = random_array(s.dims, s, rng);
-      return {upload(a, s.dtype, device), a};
-    }
-    case Layout::Permuted: {  // storage holds the transpose; the view permutes it back
-      ref::Array a = random_array(s.dims, s, rng);
-      std::vector<int64_t> rev(all.rbegin(), all.rend());
-      return {upload(ref::permute(a, rev), s.dtype, device).permute(rev), a};
-    }
-    case Layout::Flipped: {
-      ref::Array a = random_array(s.dims, s, rng);
-      return {upload(ref::flip(a, all), s.dtype, device).flip(all), a};
-    }
-    case Layout::Shrunk: {  // storage has a border of other values around the view
-      ref::Array a = random_array(s.dims, s, rng);
-      std::vector<std::pair<int64_t, int64_t>> border(rank, {1, 1}), keep;
-      for (int64_t d : s.dims) keep.emplace_back(1, d + 1);
-      double junk = is_bool(s.dtype) ? 1 : 99;
-      return {upload(ref::pad(a, border, junk), s.dtype, device).shrink(keep), a};
-    }
-    case Layout::Padded: {  // zero rows on both ends of axis 0, made by PAD
-      std::vector<int64_t> inner = s.dims;
-      inner[0] -= 2;
-      ref::Array a = random_array(inner, s, rng);
-      std::vector<std::pair<int64_t, int64_t>> pads(rank, {0, 0});
-      pads[0] = {1, 1};
-      return {upload(a, s.dtype, device).pad(pads), ref::pad(a, pads, 0)};
-    }
-    case Layout::Expanded: {  // axis 0 broadcast from size 1
-      std::vector<int64_t> inner = s.dims;
-      inner[0] = 1;
-      ref::Array a = random_array(inner, s, rng);
-      return {upload(a, s.dtype, device).expand(s.dims), ref::expand(a, s.dims)};
-    }
-  }
-  return {};
+  InputStorage in = input_storage(s, rng);
+  return {in.view(upload(in.storage, s.dtype, device)), in.values};
 }
 
 std::string dims_text(const std::vector<int64_t>& d) {
@@ -140,9 +99,58 @@ std::string dims_text(const std::vector<int64_t>& d) {
 
 }  // namespace
 
+InputStorage input_storage(const InputSpec& s, std::mt19937_64& rng) {
+  size_t rank = s.dims.size();
+  Layout l = s.layout;
+  if (rank == 0 || (l == Layout::Permuted && rank < 2) || (l == Layout::Padded && s.dims[0] < 2))
+    l = Layout::Contiguous;
+  std::vector<int64_t> all(rank);
+  for (size_t i = 0; i < rank; ++i) all[i] = static_cast<int64_t>(i);
+  switch (l) {
+    case Layout::Contiguous: {
+      ref::Array a = random_array(s.dims, s, rng);
+      return {a, [](const Tensor& t) { return t; }, a};
+    }
+    case Layout::Permuted: {  // storage holds the transpose; the view permutes it back
+      ref::Array a = random_array(s.dims, s, rng);
+      std::vector<int64_t> rev(all.rbegin(), all.rend());
+      return {ref::permute(a, rev), [rev](const Tensor& t) { return t.permute(rev); }, a};
+    }
+    case Layout::Flipped: {
+      ref::Array a = random_array(s.dims, s, rng);
+      return {ref::flip(a, all), [all](const Tensor& t) { return t.flip(all); }, a};
+    }
+    case Layout::Shrunk: {  // storage has a border of other values around the view
+      ref::Array a = random_array(s.dims, s, rng);
+      std::vector<std::pair<int64_t, int64_t>> border(rank, {1, 1}), keep;
+      for (int64_t d : s.dims) keep.emplace_back(1, d + 1);
+      double junk = is_bool(s.dtype) ? 1 : 99;
+      return {ref::pad(a, border, junk), [keep](const Tensor& t) { return t.shrink(keep); }, a};
+    }
+    case Layout::Padded: {  // zero rows on both ends of axis 0, made by PAD
+      std::vector<int64_t> inner = s.dims;
+      inner[0] -= 2;
+      ref::Array a = random_array(inner, s, rng);
+      std::vector<std::pair<int64_t, int64_t>> pads(rank, {0, 0});
+      pads[0] = {1, 1};
+      return {a, [pads](const Tensor& t) { return t.pad(pads); }, ref::pad(a, pads, 0)};
+    }
+    case Layout::Expanded: {  // axis 0 broadcast from size 1
+      std::vector<int64_t> inner = s.dims;
+      inner[0] = 1;
+      ref::Array a = random_array(inner, s, rng);
+      std::vector<int64_t> dims = s.dims;
+      return {a, [dims](const Tensor& t) { return t.expand(dims); }, ref::expand(a, s.dims)};
+    }
+  }
+  return {};
+}
+
+uint64_t case_seed(const OpCase& c) { return name_seed(c.name); }
+
 CaseResult run_op_case(const OpCase& c, const std::string& device) {
   CaseResult r;
-  std::mt19937_64 rng(name_seed(c.name));
+  std::mt19937_64 rng(case_seed(c));
   std::vector<Tensor> inputs;
   std::vector<ref::Array> ref_inputs;
   try {

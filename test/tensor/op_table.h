@@ -6,6 +6,7 @@
 #pragma once
 #include <functional>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,18 @@ struct OpCase {
   std::optional<ugrad::DType> out_dtype;  // checked when set
   std::optional<Tolerance> tol;           // default: by the output dtype
 };
+
+/// An input as the storage a layout views, for gradient checks: the storage's values, the view
+/// that makes the input from the storage tensor, and the input's logical values.
+struct InputStorage {
+  ref::Array storage;
+  std::function<ugrad::Tensor(const ugrad::Tensor&)> view;
+  ref::Array values;
+};
+/// The storage and view of one input, drawing its values from `rng` as run_op_case does.
+InputStorage input_storage(const InputSpec& s, std::mt19937_64& rng);
+/// The seed run_op_case draws a case's inputs from.
+uint64_t case_seed(const OpCase& c);
 
 /// Every case.
 const std::vector<OpCase>& op_table();
