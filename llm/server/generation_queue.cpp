@@ -111,6 +111,8 @@ void GenerationQueue::work() {
     job->started_ = true;
     try {
       run(*job);
+      // Cut short by a stop of the server (a client that left reads nothing): not an answer.
+      if (job->cancelled()) job->error_ = "the generation was cancelled (the server is stopping)";
     } catch (const std::exception& e) {
       job->error_ = e.what();
     }

@@ -237,6 +237,8 @@ Server::Server(ServedModel model, ServerOptions options)
   std::signal(SIGPIPE, SIG_IGN);  // a client that left is a failed write, not the end of us
   Impl& s = *impl_;
   s.http.set_payload_max_length(s.options.max_body_bytes);
+  s.http.set_tcp_nodelay(true);  // each streamed event leaves at once (not after Nagle's ~40 ms)
+  s.http.set_keep_alive_timeout(1);  // idle keep-alive connections do not hold up a stop
   // Every waiting or streaming client holds a thread; a few more answer /health and errors.
   const size_t threads = s.options.max_waiting + 5;
   s.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
