@@ -64,9 +64,10 @@ void Tensor::backward(const Tensor& grad) const {
   Tensor seed = grad;
   if (!seed.defined()) {
     if (numel() != 1)
-      fail("backward: a tensor of shape {} needs an explicit gradient (only a single element "
-           "defaults to 1)",
-           shape_str(shape()));
+      fail(
+          "backward: a tensor of shape {} needs an explicit gradient (only a single element "
+          "defaults to 1)",
+          shape_str(shape()));
     seed = const_like(root, 1.0);
   } else if (!same_shape(seed.shape(), shape())) {
     fail("backward: the gradient's shape {} is not the tensor's {}", shape_str(seed.shape()),
@@ -81,8 +82,9 @@ void Tensor::backward(const Tensor& grad) const {
   }
   const std::unordered_map<UOp, Tensor> g = gradients(root, seed, targets);
   if (g.empty())
-    fail("backward: the tensor depends on no tensor that requires grad (or only through "
-         "detached or non-differentiable ops)");
+    fail(
+        "backward: the tensor depends on no tensor that requires grad (or only through "
+        "detached or non-differentiable ops)");
   for (const auto& leaf : leaves)
     if (auto it = g.find(leaf->node); it != g.end())
       leaf->grad = std::make_shared<Tensor>(leaf->grad ? *leaf->grad + it->second : it->second);

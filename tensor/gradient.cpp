@@ -129,62 +129,70 @@ const std::map<Op, GradRule>& rules() {
       {Op::MOD, nullptr},
       {Op::DOT4, nullptr},
       // Elementwise.
-      {Op::CAST, [](const GradInput& in) -> std::vector<Tensor> {
+      {Op::CAST,
+       [](const GradInput& in) -> std::vector<Tensor> {
          return {in.grad.cast(in.src[0].dtype())};
        }},
       {Op::NEG, [](const GradInput& in) -> std::vector<Tensor> { return {-in.grad}; }},
-      {Op::EXP2, [](const GradInput& in) -> std::vector<Tensor> {
-         return {in.grad * in.out * kLn2};
+      {Op::EXP2,
+       [](const GradInput& in) -> std::vector<Tensor> { return {in.grad * in.out * kLn2}; }},
+      {Op::LOG2,
+       [](const GradInput& in) -> std::vector<Tensor> { return {in.grad / (in.src[0] * kLn2)}; }},
+      {Op::SIN,
+       [](const GradInput& in) -> std::vector<Tensor> { return {in.grad * in.src[0].cos()}; }},
+      {Op::SQRT,
+       [](const GradInput& in) -> std::vector<Tensor> { return {in.grad / (in.out * 2)}; }},
+      {Op::RECIP,
+       [](const GradInput& in) -> std::vector<Tensor> { return {-in.grad * in.out * in.out}; }},
+      {Op::ADD,
+       [](const GradInput& in) -> std::vector<Tensor> {
+         return {in.grad, in.grad};
        }},
-      {Op::LOG2, [](const GradInput& in) -> std::vector<Tensor> {
-         return {in.grad / (in.src[0] * kLn2)};
+      {Op::SUB,
+       [](const GradInput& in) -> std::vector<Tensor> {
+         return {in.grad, -in.grad};
        }},
-      {Op::SIN, [](const GradInput& in) -> std::vector<Tensor> {
-         return {in.grad * in.src[0].cos()};
-       }},
-      {Op::SQRT, [](const GradInput& in) -> std::vector<Tensor> {
-         return {in.grad / (in.out * 2)};
-       }},
-      {Op::RECIP, [](const GradInput& in) -> std::vector<Tensor> {
-         return {-in.grad * in.out * in.out};
-       }},
-      {Op::ADD, [](const GradInput& in) -> std::vector<Tensor> { return {in.grad, in.grad}; }},
-      {Op::SUB, [](const GradInput& in) -> std::vector<Tensor> { return {in.grad, -in.grad}; }},
-      {Op::MUL, [](const GradInput& in) -> std::vector<Tensor> {
+      {Op::MUL,
+       [](const GradInput& in) -> std::vector<Tensor> {
          return {in.grad * in.src[1], in.grad * in.src[0]};
        }},
-      {Op::FDIV, [](const GradInput& in) -> std::vector<Tensor> {
+      {Op::FDIV,
+       [](const GradInput& in) -> std::vector<Tensor> {
          return {in.grad / in.src[1], -in.grad * in.out / in.src[1]};
        }},
       {Op::MAX, max_grad},
-      {Op::POW, [](const GradInput& in) -> std::vector<Tensor> {
+      {Op::POW,
+       [](const GradInput& in) -> std::vector<Tensor> {
          const Tensor &a = in.src[0], &b = in.src[1];
          return {in.grad * b * a.pow(b - 1), in.grad * in.out * a.log()};
        }},
-      {Op::WHERE, [](const GradInput& in) -> std::vector<Tensor> {
+      {Op::WHERE,
+       [](const GradInput& in) -> std::vector<Tensor> {
          const Tensor& c = in.src[0];
          return {Tensor(), c.where(in.grad, 0), c.where(0, in.grad)};
        }},
-      {Op::MULACC, [](const GradInput& in) -> std::vector<Tensor> {
+      {Op::MULACC,
+       [](const GradInput& in) -> std::vector<Tensor> {
          return {in.grad * in.src[1], in.grad * in.src[0], in.grad};
        }},
       // Movement.
-      {Op::RESHAPE, [](const GradInput& in) -> std::vector<Tensor> {
+      {Op::RESHAPE,
+       [](const GradInput& in) -> std::vector<Tensor> {
          return {in.grad.reshape_to(in.src[0].shape())};
        }},
       {Op::PERMUTE, permute_grad},
       {Op::EXPAND, expand_grad},
       {Op::PAD, pad_grad},
       {Op::SHRINK, shrink_grad},
-      {Op::FLIP, [](const GradInput& in) -> std::vector<Tensor> {
+      {Op::FLIP,
+       [](const GradInput& in) -> std::vector<Tensor> {
          return {in.grad.flip(in.node.arg_as<std::vector<int64_t>>())};
        }},
       // The rest of the tensor graph.
       {Op::REDUCE_AXIS, reduce_grad},
       {Op::CONTIGUOUS, [](const GradInput& in) -> std::vector<Tensor> { return {in.grad}; }},
-      {Op::COPY, [](const GradInput& in) -> std::vector<Tensor> {
-         return {in.grad.to(in.src[0].device())};
-       }},
+      {Op::COPY,
+       [](const GradInput& in) -> std::vector<Tensor> { return {in.grad.to(in.src[0].device())}; }},
   };
   return table;
 }
@@ -229,8 +237,7 @@ std::unordered_map<UOp, Tensor> gradients(const Tensor& root, const Tensor& root
     if (!rule->second) continue;
     const std::string& dev = device.at(u);
     std::vector<Tensor> src;
-    for (const UOp& s : u.src())
-      src.emplace_back(s, u.op() == Op::COPY ? device_of(s, dev) : dev);
+    for (const UOp& s : u.src()) src.emplace_back(s, u.op() == Op::COPY ? device_of(s, dev) : dev);
     const Tensor out(u, dev);
     const std::vector<Tensor> gs = rule->second({u, out, g->second, src});
     for (size_t i = 0; i < gs.size(); ++i) {

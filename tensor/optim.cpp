@@ -46,8 +46,10 @@ void Optimizer::step() {
     const Tensor g = params_[i].grad();
     if (!g.defined()) continue;
     const Tensor& master = masters_[i];
-    const Tensor w = update(i, master, g.cast(master.dtype()), writes);
-    writes.push_back(master.assign(w));
+    // What reads a buffer that the step also writes reads the assignment (it orders the read
+    // after the write), never the buffer itself.
+    const Tensor w = master.assign(update(i, master, g.cast(master.dtype()), writes));
+    writes.push_back(w);
     if (has_master_[i]) writes.push_back(params_[i].assign(w));
   }
   Tensor::realize_all(writes);
@@ -63,8 +65,8 @@ SGD::SGD(std::vector<Tensor> params, SgdOptions options)
 Tensor SGD::update(size_t i, const Tensor& w, const Tensor& grad, std::vector<Tensor>& writes) {
   Tensor g = opt_.weight_decay != 0 ? grad + w * opt_.weight_decay : grad;
   if (opt_.momentum > 0) {
-    Tensor v = velocity_[i] * opt_.momentum + g;
-    writes.push_back(velocity_[i].assign(v));
+    const Tensor v = velocity_[i].assign(velocity_[i] * opt_.momentum + g);
+    writes.push_back(v);
     g = opt_.nesterov ? g + v * opt_.momentum : v;
   }
   return w - lr_as(w.dtype()) * g;
@@ -76,13 +78,15 @@ Adam::Adam(std::vector<Tensor> params, AdamOptions options)
     m_.push_back(state_like(i));
     v_.push_back(state_like(i));
   }
-  beta_powers_ = Tensor::ones({2}, dtypes::float64, this->params()[0].device()).contiguous().realize();
+  beta_powers_ =
+      Tensor::ones({2}, dtypes::float64, this->params()[0].device()).contiguous().realize();
 }
 
 void Adam::begin_step(std::vector<Tensor>& writes) {
-  powers_now_ = beta_powers_ * Tensor::from_vector<double>({opt_.beta1, opt_.beta2}, {2},
-                                                          dtypes::float64, beta_powers_.device());
-  writes.push_back(beta_powers_.assign(powers_now_));
+  powers_now_ = beta_powers_.assign(
+      beta_powers_ * Tensor::from_vector<double>({opt_.beta1, opt_.beta2}, {2}, dtypes::float64,
+                                                 beta_powers_.device()));
+  writes.push_back(powers_now_);
 }
 
 Tensor Adam::update(size_t i, const Tensor& w, const Tensor& grad, std::vector<Tensor>& writes) {
@@ -95,10 +99,10 @@ Tensor Adam::update(size_t i, const Tensor& w, const Tensor& grad, std::vector<T
     else
       g = g + w * opt_.weight_decay;
   }
-  Tensor m = m_[i] * opt_.beta1 + g * (1 - opt_.beta1);
-  Tensor v = v_[i] * opt_.beta2 + g * g * (1 - opt_.beta2);
-  writes.push_back(m_[i].assign(m));
-  writes.push_back(v_[i].assign(v));
+  const Tensor m = m_[i].assign(m_[i] * opt_.beta1 + g * (1 - opt_.beta1));
+  const Tensor v = v_[i].assign(v_[i] * opt_.beta2 + g * g * (1 - opt_.beta2));
+  writes.push_back(m);
+  writes.push_back(v);
   const Tensor b1 = 1.0 - powers_now_.shrink({{0, 1}}).reshape({}).cast(t);
   const Tensor b2 = 1.0 - powers_now_.shrink({{1, 2}}).reshape({}).cast(t);
   return decayed - lr * (m / b1) / ((v / b2).sqrt() + opt_.eps);

@@ -30,7 +30,8 @@ class Optimizer {
  protected:
   /// The new value of parameter i (float32 or float64, the master's dtype) from its value `w`
   /// and gradient `g`; the state's assignments go into `writes`.
-  virtual Tensor update(size_t i, const Tensor& w, const Tensor& g, std::vector<Tensor>& writes) = 0;
+  virtual Tensor update(size_t i, const Tensor& w, const Tensor& g,
+                        std::vector<Tensor>& writes) = 0;
   /// Called once per step before the updates (state shared by all parameters).
   virtual void begin_step(std::vector<Tensor>& /*writes*/) {}
   /// A zeroed state buffer shaped like parameter i's master.
@@ -41,7 +42,7 @@ class Optimizer {
  private:
   std::vector<Tensor> params_, masters_;  // masters_[i]: the float32 copy, or params_[i] itself
   std::vector<bool> has_master_;
-  Tensor lr_;                              // float64 scalar buffer
+  Tensor lr_;  // float64 scalar buffer
   double lr_value_;
 };
 

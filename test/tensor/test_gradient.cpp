@@ -86,8 +86,8 @@ TEST_CASE("every differentiable op-table case matches central differences in flo
     };
     std::vector<Tensor> stores;
     for (size_t i = 0; i < storage.size(); ++i)
-      stores.push_back(Tensor::from_doubles(storage[i].storage.v, storage[i].storage.dims,
-                                            dtype[i], "CPU"));
+      stores.push_back(
+          Tensor::from_doubles(storage[i].storage.v, storage[i].storage.dims, dtype[i], "CPU"));
     Tensor out;
     try {
       out = c.op(inputs_of(stores));
@@ -210,9 +210,8 @@ TEST_CASE("backward's errors name the problem") {
   CHECK_THROWS_WITH_AS((x * 2).backward(), doctest::Contains("needs an explicit gradient"), Error);
   CHECK_THROWS_WITH_AS((x * 2).backward(f64({1, 2, 3}, {3})),
                        doctest::Contains("is not the tensor's"), Error);
-  CHECK_THROWS_WITH_AS(
-      Tensor::from_vector<int32_t>({1}, {1}, std::nullopt, "CPU").requires_grad_(),
-      doctest::Contains("only float tensors"), Error);
+  CHECK_THROWS_WITH_AS(Tensor::from_vector<int32_t>({1}, {1}, std::nullopt, "CPU").requires_grad_(),
+                       doctest::Contains("only float tensors"), Error);
 }
 
 TEST_CASE("an MLP's gradients match the hand-derived backward pass") {
@@ -224,8 +223,8 @@ TEST_CASE("an MLP's gradients match the hand-derived backward pass") {
   Tensor y = (f64(xv, {n, d}).matmul(w1) + b1).relu().matmul(w2);
   ((y - f64(tv, {n, o})).square()).mean().backward();
 
-  std::vector<double> a(n * h), z(n * h), yy(n * o), dy(n * o), da(n * h), dw1(d * h, 0),
-      db1(h, 0), dw2(h * o, 0);
+  std::vector<double> a(n * h), z(n * h), yy(n * o), dy(n * o), da(n * h), dw1(d * h, 0), db1(h, 0),
+      dw2(h * o, 0);
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < h; ++j) {
       double s = b1v[j];
