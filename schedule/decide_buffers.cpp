@@ -12,8 +12,10 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_set>
 
 #include "base/env.h"
+#include "base/error.h"
 #include "schedule/custom_kernel.h"
 #include "schedule/kernel_walk.h"
 
@@ -53,6 +55,68 @@ std::string device_of(const UOp& u, const std::unordered_map<UOp, std::string>& 
 
 // Kernels the scheduler does not build from the graph: a copy, a hand-written kernel.
 bool is_opaque_kernel(const UOp& u) { return u.op() == Op::COPY || u.op() == Op::KERNEL; }
+
+// The kernels in an order that runs each after the kernels whose outputs it reads and each
+// ASSIGN after every other kernel that reads the buffer it overwrites (write after read: a read
+// of a buffer, not of its assignment, sees the value from before the assignment), and otherwise
+// in graph order. A kernel that needs a buffer's value both before and after its assignment is
+// an Error.
+std::vector<UOp> order_kernels(const BufferPlan& plan,
+                               const std::unordered_map<UOp, size_t>& position) {
+  const size_t n = plan.kernels.size();
+  std::unordered_map<UOp, size_t> index;
+  for (size_t i = 0; i < n; ++i) index.emplace(plan.kernels[i], i);
+  std::vector<std::vector<size_t>> after(n);  // after[i]: kernels that must run after kernel i
+  std::vector<size_t> waiting(n, 0);
+  const auto edge = [&](size_t from, size_t to) {
+    after[from].push_back(to);
+    ++waiting[to];
+  };
+  std::unordered_map<UOp, std::vector<size_t>> readers;  // realized buffer -> kernels reading it
+  for (size_t k = 0; k < n; ++k) {
+    const UOp& kernel = plan.kernels[k];
+    std::vector<UOp> stack;
+    if (kernel.op() == Op::ASSIGN)
+      stack.push_back(kernel.src(1));  // src(0) is where it writes
+    else
+      stack.assign(kernel.src().begin(), kernel.src().end());
+    std::unordered_set<UOp> seen;
+    while (!stack.empty()) {
+      UOp u = stack.back();
+      stack.pop_back();
+      if (!seen.insert(u).second) continue;
+      if (plan.buffers.count(u)) {  // made in this schedule: read after its kernel
+        const UOp& maker = is_kernel_output(u) ? u.src(1) : u;
+        if (auto it = index.find(maker); it != index.end() && it->second != k) edge(it->second, k);
+        continue;
+      }
+      if (u.op() == Op::BUFFER) readers[u].push_back(k);
+      stack.insert(stack.end(), u.src().begin(), u.src().end());
+    }
+  }
+  for (size_t a = 0; a < n; ++a)
+    if (plan.kernels[a].op() == Op::ASSIGN)
+      if (auto r = readers.find(base_buffer(plan.kernels[a].src(0))); r != readers.end())
+        for (size_t k : r->second)
+          if (k != a) edge(k, a);
+  // Kahn's algorithm, graph order among the kernels that are ready.
+  std::map<size_t, size_t> ready;  // position -> kernel
+  for (size_t k = 0; k < n; ++k)
+    if (waiting[k] == 0) ready.emplace(position.at(plan.kernels[k]), k);
+  std::vector<UOp> out;
+  while (!ready.empty()) {
+    const size_t k = ready.begin()->second;
+    ready.erase(ready.begin());
+    out.push_back(plan.kernels[k]);
+    for (size_t next : after[k])
+      if (--waiting[next] == 0) ready.emplace(position.at(plan.kernels[next]), next);
+  }
+  if (out.size() != n)
+    fail(
+        "schedule: a kernel reads a buffer both before and after an assignment to it in the "
+        "same schedule (read the assignment, or realize the two apart)");
+  return out;
+}
 
 }  // namespace
 
@@ -125,9 +189,7 @@ BufferPlan decide_buffers(const std::vector<UOp>& roots) {
         materialize(u), added = true;
     walk_pending();
   }
-  // Dependency order: every input of a kernel comes before it in the graph.
-  std::sort(plan.kernels.begin(), plan.kernels.end(),
-            [&](const UOp& a, const UOp& b) { return position.at(a) < position.at(b); });
+  plan.kernels = order_kernels(plan, position);
   return plan;
 }
 

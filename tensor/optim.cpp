@@ -38,9 +38,9 @@ Tensor Optimizer::state_like(size_t i) const {
 
 Tensor Optimizer::lr_as(DType dtype) const { return lr_.cast(dtype); }
 
-void Optimizer::step() {
+void Optimizer::step(std::vector<Tensor> with) {
+  std::vector<Tensor> writes = std::move(with);
   NoGradScope no_grad;
-  std::vector<Tensor> writes;
   begin_step(writes);
   for (size_t i = 0; i < params_.size(); ++i) {
     const Tensor g = params_[i].grad();

@@ -21,8 +21,10 @@ class Optimizer {
   virtual ~Optimizer() = default;
   /// Clears every parameter's gradient.
   void zero_grad();
-  /// One update from the accumulated gradients (a parameter without one is left alone).
-  void step();
+  /// One update from the accumulated gradients (a parameter without one is left alone), realized
+  /// in one schedule with `with` (the loss, say): those are computed from the parameters as they
+  /// were before the update (a tensor realized after step() would see the new values).
+  void step(std::vector<Tensor> with = {});
   void set_lr(double lr);
   double lr() const { return lr_value_; }
   const std::vector<Tensor>& params() const { return params_; }

@@ -1,0 +1,107 @@
+#include "llm/train/qwen3_train.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "llm/models/layers.h"
+
+namespace ugrad::llm {
+
+TrainableQwen3::TrainableQwen3(TrainShape shape, uint64_t seed, const std::string& device)
+    : shape_(shape), device_(device) {
+  Tensor::manual_seed(seed);
+  const TrainShape& s = shape_;
+  add("token_embd.weight", {s.vocab, s.dim}, false);
+  for (int64_t l = 0; l < s.n_layers; ++l) {
+    const auto n = [&](const char* what) { return fmt::format("blk.{}.{}.weight", l, what); };
+    add(n("attn_norm"), {s.dim}, true);
+    add(n("attn_q"), {s.n_heads * s.head_dim, s.dim}, false);
+    add(n("attn_k"), {s.n_kv_heads * s.head_dim, s.dim}, false);
+    add(n("attn_v"), {s.n_kv_heads * s.head_dim, s.dim}, false);
+    add(n("attn_q_norm"), {s.head_dim}, true);
+    add(n("attn_k_norm"), {s.head_dim}, true);
+    add(n("attn_output"), {s.dim, s.n_heads * s.head_dim}, false);
+    add(n("ffn_norm"), {s.dim}, true);
+    add(n("ffn_gate"), {s.ffn_dim, s.dim}, false);
+    add(n("ffn_up"), {s.ffn_dim, s.dim}, false);
+    add(n("ffn_down"), {s.dim, s.ffn_dim}, false);
+  }
+  add("output_norm.weight", {s.dim}, true);
+  add("output.weight", {s.vocab, s.dim}, false);
+}
+
+Tensor& TrainableQwen3::add(const std::string& name, std::vector<int64_t> dims, bool norm) {
+  Tensor w = norm ? Tensor::ones(dims, dtypes::float32, device_)
+                  : Tensor::randn(dims, dtypes::float32, device_) * 0.02;
+  params_.push_back(w.contiguous().realize().requires_grad_());
+  names_.push_back(name);
+  return params_.back();
+}
+
+const Tensor& TrainableQwen3::param(const std::string& name) const {
+  auto it = std::find(names_.begin(), names_.end(), name);
+  if (it == names_.end()) internal_error("TrainableQwen3: no weight {}", name);
+  return params_[it - names_.begin()];
+}
+
+Tensor TrainableQwen3::forward(const Tensor& tokens) const {
+  const TrainShape& s = shape_;
+  const int64_t batch = tokens.size(0), seq = tokens.size(1), rows = batch * seq;
+  auto [cos, sin] = rope_tables(0, seq, s.head_dim, s.rope_theta, tokens.device());
+  cos = cos.repeat({batch, 1, 1});
+  sin = sin.repeat({batch, 1, 1});
+  const Tensor mask = Tensor::full({seq, seq}, -std::numeric_limits<double>::infinity(),
+                                   dtypes::float32, tokens.device())
+                          .triu(1);
+  const double scale = 1 / std::sqrt(static_cast<double>(s.head_dim));
+  Tensor h = param("token_embd.weight").embedding(tokens.reshape({rows}));
+  for (int64_t l = 0; l < s.n_layers; ++l) {
+    const auto w = [&](const char* what) -> const Tensor& {
+      return param(fmt::format("blk.{}.{}.weight", l, what));
+    };
+    const Tensor x = rms_norm(h, w("attn_norm"), s.rms_eps);
+    const auto heads = [&](const char* proj, const char* norm, int64_t n) {
+      Tensor t = x.linear(w(proj)).reshape({rows, n, s.head_dim});
+      return rope(rms_norm(t, w(norm), s.rms_eps), cos, sin);
+    };
+    // (batch, heads, seq, head_dim); each KV head serves n_heads / n_kv_heads query heads.
+    const auto split = [&](const Tensor& t, int64_t n) {
+      return t.reshape({batch, seq, n, s.head_dim}).permute({0, 2, 1, 3});
+    };
+    const int64_t group = s.n_heads / s.n_kv_heads;
+    Tensor q = split(heads("attn_q", "attn_q_norm", s.n_heads), s.n_heads);
+    Tensor k = split(heads("attn_k", "attn_k_norm", s.n_kv_heads), s.n_kv_heads)
+                   .repeat_interleave(group, 1);
+    Tensor v = split(x.linear(w("attn_v")).reshape({rows, s.n_kv_heads, s.head_dim}), s.n_kv_heads)
+                   .repeat_interleave(group, 1);
+    Tensor att = (q.matmul(k.transpose()) * scale + mask).softmax(-1).matmul(v);
+    h = h +
+        att.permute({0, 2, 1, 3}).reshape({rows, s.n_heads * s.head_dim}).linear(w("attn_output"));
+    const Tensor f = rms_norm(h, w("ffn_norm"), s.rms_eps);
+    h = h + (f.linear(w("ffn_gate")).silu() * f.linear(w("ffn_up"))).linear(w("ffn_down"));
+  }
+  const Tensor out = rms_norm(h, param("output_norm.weight"), s.rms_eps);
+  return out.linear(param("output.weight")).reshape({batch, seq, s.vocab});
+}
+
+Tensor TrainableQwen3::loss(const Tensor& tokens, const Tensor& targets) const {
+  const Tensor logp = forward(tokens).log_softmax(-1);
+  return -logp.gather(2, targets.unsqueeze(2)).mean();
+}
+
+double TrainableQwen3::step_flops(int64_t tokens, int64_t seq) const {
+  double weights = 0;
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (params_[i].ndim() == 2 && names_[i] != "token_embd.weight")
+      weights += static_cast<double>(params_[i].numel());
+  const TrainShape& s = shape_;
+  const double attention = static_cast<double>(s.n_layers * s.n_heads * s.head_dim) * 2.0 * 2.0 *
+                           static_cast<double>(seq);
+  return 3.0 * static_cast<double>(tokens) * (2.0 * weights + attention);
+}
+
+}  // namespace ugrad::llm

@@ -1,0 +1,47 @@
+// A Qwen3-architecture model with float32 weights that ugrad trains itself: the same blocks as the
+// inference model (RMSNorm, NEOX RoPE, grouped-query causal attention with q/k norms, SwiGLU)
+// over a batch of whole sequences, written with tensor ops so that backward() differentiates it.
+// Its output head covers the first `vocab` token ids (a trainer maps the tokens of its corpus to
+// those ids).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace ugrad::llm {
+
+struct TrainShape {
+  int64_t n_layers = 4, dim = 256, n_heads = 4, n_kv_heads = 2, head_dim = 64, ffn_dim = 768;
+  int64_t vocab = 2048;
+  float rope_theta = 1000000.0f, rms_eps = 1e-6f;
+};
+
+class TrainableQwen3 {
+ public:
+  /// Weights drawn from `seed` (normal, std 0.02; norms 1), realized on `device`, requiring grad.
+  TrainableQwen3(TrainShape shape, uint64_t seed, const std::string& device = "");
+  /// Logits (batch, seq, vocab) for int32 `tokens` (batch, seq).
+  Tensor forward(const Tensor& tokens) const;
+  /// Mean cross-entropy of predicting `targets` (batch, seq) from `tokens`.
+  Tensor loss(const Tensor& tokens, const Tensor& targets) const;
+  /// Every weight, in a fixed order (their names in names()).
+  const std::vector<Tensor>& params() const { return params_; }
+  /// GGUF tensor names of params(), llama.cpp's (token_embd.weight, blk.0.attn_q.weight, ...).
+  const std::vector<std::string>& names() const { return names_; }
+  const TrainShape& shape() const { return shape_; }
+  /// Weights and activations' FLOPs of one training step on `tokens` tokens of length `seq`
+  /// (forward and backward: 6 per weight per token plus attention's 12 * seq * dims).
+  double step_flops(int64_t tokens, int64_t seq) const;
+
+ private:
+  Tensor& add(const std::string& name, std::vector<int64_t> dims, bool norm);
+  const Tensor& param(const std::string& name) const;
+  TrainShape shape_;
+  std::string device_;
+  std::vector<Tensor> params_;
+  std::vector<std::string> names_;
+};
+
+}  // namespace ugrad::llm
