@@ -12,12 +12,20 @@
 // the whole conversation; #stop ends a long answer with a "stopped" note and frees the server
 // (the next request is answered at once); #new clears the conversation.
 //
+// That the answer grows while it streams is not left to timing: the server sends what the model
+// generated since its last event, so on a loaded machine a short answer often comes in one or two
+// events, and the page, which draws once per animation frame, may take them all between two
+// frames. The two-turn block opens the page through a relay (below) that holds the first answer's
+// stream after its first event with text until the page shows that text, #stop and tok/s, and the
+// answer is long enough (512 tokens) that the server sends more text after that event.
+//
 // The page sends no max_tokens and samples at temperature 1, so with the random-weight demo model
 // an answer could end at any token. To make lengths deterministic the test rewrites the page's
 // request on its way out (puppeteer request interception): it adds `ignore_eos: true` and a
 // `max_tokens`, and leaves the rest as the page wrote it (which is checked).
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
+import http from "node:http";
 import { after, before, describe, it } from "node:test";
 
 import {
@@ -45,12 +53,84 @@ after(async () => {
   if (browser) await browser.close();
 });
 
-// Starts a server for a describe block and opens the page on it. `maxTokens` is what the
-// intercepted chat requests get; `sent` collects the bodies the page wrote.
-function usePage(serverArgs, maxTokens) {
-  const ctx = { server: null, page: null, sent: [], errors: [] };
+// An HTTP relay to `target` (the server's URL) on a port of its own: requests and answers pass
+// through unchanged, and a page that leaves is left by the relay too (the server sees it go).
+// holdAfterFirstText() arms it for the next chat completion: its event stream is held after the
+// first event with content (the events pass one by one) until release(). `reached` resolves
+// when that event was sent on; `contentEvents` counts the held stream's events with content.
+async function startRelay(target) {
+  let armed = null;
+  const relay = {
+    url: null,
+    holdAfterFirstText() {
+      let reached, release;
+      const gate = {
+        reached: new Promise((r) => { reached = r; }),
+        released: new Promise((r) => { release = r; }),
+        contentEvents: 0,
+        reach: () => reached(),
+        release: () => release(),
+      };
+      armed = gate;
+      return gate;
+    },
+  };
+  const server = http.createServer((req, res) => {
+    const gate = req.method === "POST" && req.url === "/v1/chat/completions" ? armed : null;
+    if (gate) armed = null;
+    const upstream = http.request(`${target}${req.url}`,
+                                  { method: req.method, headers: req.headers, agent: false });
+    upstream.on("error", () => res.destroy());
+    res.on("close", () => upstream.destroy());
+    upstream.on("response", async (answer) => {
+      res.writeHead(answer.statusCode, answer.headers);
+      if (!gate) {
+        answer.pipe(res);
+        return;
+      }
+      answer.setEncoding("utf8");
+      let buffer = "", held = false;
+      try {
+        for await (const text of answer) {  // the server waits while the stream is held
+          buffer += text;
+          for (let end; (end = buffer.indexOf("\n\n")) >= 0;) {
+            const event = buffer.slice(0, end + 2);
+            buffer = buffer.slice(end + 2);
+            res.write(event);
+            const data = /^data: (\{.*)/.exec(event)?.[1];
+            if (!data || !JSON.parse(data).choices?.[0]?.delta?.content) continue;
+            gate.contentEvents += 1;
+            if (held) continue;
+            held = true;
+            gate.reach();
+            await gate.released;
+          }
+        }
+        res.end(buffer);
+      } catch {
+        res.destroy();
+      }
+    });
+    req.pipe(upstream);
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  relay.url = `http://127.0.0.1:${server.address().port}`;
+  relay.close = () => {
+    if (armed) armed.release();
+    server.closeAllConnections();
+    return new Promise((resolve) => server.close(resolve));
+  };
+  return relay;
+}
+
+// Starts a server for a describe block and opens the page on it (through a relay when
+// `{relay: true}`). `maxTokens` is what the intercepted chat requests get; `sent` collects the
+// bodies the page wrote.
+function usePage(serverArgs, maxTokens, { relay = false } = {}) {
+  const ctx = { server: null, relay: null, page: null, sent: [], errors: [] };
   before(async () => {
     ctx.server = await startServer(binary, model, serverArgs);
+    if (relay) ctx.relay = await startRelay(ctx.server.url);
     const page = await browser.newPage();
     page.setDefaultTimeout(60_000);
     page.on("pageerror", (e) => ctx.errors.push(`page error: ${e.message}`));
@@ -70,12 +150,13 @@ function usePage(serverArgs, maxTokens) {
         request.continue();
       }
     });
-    await page.goto(`${ctx.server.url}/`);
+    await page.goto(`${(ctx.relay ?? ctx.server).url}/`);
     ctx.page = page;
   });
   after(async () => {
     // A page that hangs is left to browser.close().
     if (ctx.page) await Promise.race([ctx.page.close().catch(() => {}), sleep(5000)]);
+    if (ctx.relay) await ctx.relay.close();
     if (!ctx.server) return;
     const { code, signal, log } = await ctx.server.stop();
     assert.equal(signal, null, log);
@@ -137,8 +218,11 @@ async function send(page, text) {
   await page.keyboard.press("Enter");
 }
 
-describe("chat page: two turns (--max-context 256)", () => {
-  const ctx = usePage(["--max-context", "256"], 64);
+// The answers are 512 tokens: the second turn's prompt holds the first answer, whose text (random
+// bytes, many of them U+FFFD) can take more tokens than were generated, so the context is 4096.
+describe("chat page: two turns (--max-context 4096)", () => {
+  const kTokens = 512;
+  const ctx = usePage(["--max-context", "4096"], kTokens, { relay: true });
 
   it("shows the model id", async () => {
     await ctx.page.waitForFunction((name) => document.getElementById("model").textContent === name,
@@ -148,12 +232,25 @@ describe("chat page: two turns (--max-context 256)", () => {
 
   it("Enter sends; the answer streams and #speed shows tok/s", async () => {
     const { page } = ctx;
-    // The demo model answers 64 tokens in milliseconds; over a slow link (8 KB/s, about 2 s for
-    // the answer's events) it arrives in pieces, as from a slower model, and its growth is seen.
-    await page.emulateNetworkConditions({ download: 8 * 1024, upload: 1 << 24, latency: 0 });
+    // The demo model answers in milliseconds: the relay holds the stream after its first text,
+    // as a slow model would pause, until the page shows that text while it streams.
+    const gate = ctx.relay.holdAfterFirstText();
     await traceAnswers(page);
     const t0 = performance.now();
     await send(page, "Hello there");
+    let shown;
+    try {
+      await gate.reached;
+      shown = await (await page.waitForFunction(() => {
+        const $ = (id) => document.getElementById(id);
+        const answers = document.querySelectorAll("#messages .message.assistant");
+        const length = answers.length === 1 ? answers[0].textContent.length : 0;
+        return length > 0 && !$("stop").hidden && /^\d+(\.\d+)? tok\/s$/.test($("speed").textContent)
+            && length;
+      })).jsonValue();
+    } finally {
+      gate.release();
+    }
     await answered(page, 1);
     const seconds = (performance.now() - t0) / 1000;
     const s = await state(page);
@@ -162,12 +259,14 @@ describe("chat page: two turns (--max-context 256)", () => {
     assert.ok(s.answers[0].length > 0, "the answer is empty");
     assert.deepEqual(s.errors, []);
     assert.deepEqual(s.stopped, []);
-    assert.match(s.speed, /^\d+(\.\d+)? tok\/s \(64 tokens\)$/);
+    assert.match(s.speed, new RegExp(`^\\d+(\\.\\d+)? tok/s \\(${kTokens} tokens\\)$`));
     assert.equal(await page.$eval("#input", (e) => e.value), "", "#input was cleared");
 
-    const trace = await page.evaluate(() => window.__trace);
-    // Part of the answer showed while it still streamed (the page may render in batches).
+    // The text shown while the stream was held is the start of the answer, which then grew.
     const final = s.answers[0].length;
+    assert.ok(shown < final, `the page showed ${shown} characters while the stream was held, ` +
+              `and ${final} at the end (the server sent ${gate.contentEvents} events with text)`);
+    const trace = await page.evaluate(() => window.__trace);
     assert.ok(trace.some((t) => t.streaming && t.length > 0 && t.length < final),
               "the answer did not grow while it streamed: (length, streaming) at each change: " +
               trace.map((t) => `${t.length}${t.streaming ? "+" : ""}`).join(" "));
@@ -179,8 +278,8 @@ describe("chat page: two turns (--max-context 256)", () => {
     assert.equal(body.model, NAME);
     assert.equal(body.stream, true);
     assert.deepEqual(body.messages, [{ role: "user", content: "Hello there" }]);
-    console.log(`# first answer: ${s.answers[0].length} characters in ${seconds.toFixed(2)} s, ` +
-                `${s.speed}`);
+    console.log(`# first answer: ${s.answers[0].length} characters (${shown} shown while held, ` +
+                `${gate.contentEvents} events with text) in ${seconds.toFixed(2)} s, ${s.speed}`);
   });
 
   it("a second turn sends the whole conversation", async () => {
@@ -205,6 +304,7 @@ describe("chat page: two turns (--max-context 256)", () => {
   it("#new clears the conversation", async () => {
     const { page } = ctx;
     await page.click("#new");
+    await page.waitForFunction(() => !document.querySelector("#messages .message"));
     const s = await state(page);
     assert.deepEqual(s.users, []);
     assert.deepEqual(s.answers, []);
