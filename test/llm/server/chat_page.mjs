@@ -55,20 +55,18 @@ after(async () => {
 
 // An HTTP relay to `target` (the server's URL) on a port of its own: requests and answers pass
 // through unchanged, and a page that leaves is left by the relay too (the server sees it go).
-// holdAfterFirstText() arms it for the next chat completion: its event stream is held after the
-// first event with content (the events pass one by one) until release(). `reached` resolves
-// when that event was sent on; `contentEvents` counts the held stream's events with content.
+// holdAfterFirstText() arms it for the next chat completion: its events pass one by one, and the
+// stream is held after the first event with content until release() (the server generates on,
+// the rest waits in the relay). `contentEvents` counts that stream's events with content.
 async function startRelay(target) {
   let armed = null;
   const relay = {
     url: null,
     holdAfterFirstText() {
-      let reached, release;
+      let release;
       const gate = {
-        reached: new Promise((r) => { reached = r; }),
         released: new Promise((r) => { release = r; }),
         contentEvents: 0,
-        reach: () => reached(),
         release: () => release(),
       };
       armed = gate;
@@ -91,7 +89,7 @@ async function startRelay(target) {
       answer.setEncoding("utf8");
       let buffer = "", held = false;
       try {
-        for await (const text of answer) {  // the server waits while the stream is held
+        for await (const text of answer) {
           buffer += text;
           for (let end; (end = buffer.indexOf("\n\n")) >= 0;) {
             const event = buffer.slice(0, end + 2);
@@ -102,8 +100,7 @@ async function startRelay(target) {
             gate.contentEvents += 1;
             if (held) continue;
             held = true;
-            gate.reach();
-            await gate.released;
+            await gate.released;  // nothing more passes until the test releases the stream
           }
         }
         res.end(buffer);
@@ -240,14 +237,18 @@ describe("chat page: two turns (--max-context 4096)", () => {
     await send(page, "Hello there");
     let shown;
     try {
-      await gate.reached;
+      // Only the first event with text passed the relay: the page shows it while it streams.
       shown = await (await page.waitForFunction(() => {
         const $ = (id) => document.getElementById(id);
         const answers = document.querySelectorAll("#messages .message.assistant");
         const length = answers.length === 1 ? answers[0].textContent.length : 0;
-        return length > 0 && !$("stop").hidden && /^\d+(\.\d+)? tok\/s$/.test($("speed").textContent)
-            && length;
+        const speed = /^\d+(\.\d+)? tok\/s$/.test($("speed").textContent);
+        return length > 0 && !$("stop").hidden && speed && length;
       })).jsonValue();
+    } catch (e) {
+      throw new Error("the page did not show the start of the answer, #stop and tok/s while the " +
+                      `stream was held (${gate.contentEvents} events with text passed): ` +
+                      e.message);
     } finally {
       gate.release();
     }
