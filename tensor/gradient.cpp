@@ -38,7 +38,10 @@ std::vector<Tensor> reduce_grad(const GradInput& in) {
   const Shape& s = x.shape();
   switch (r.op) {
     case Op::ADD:
-      return {in.grad.expand_to(s)};
+      // The gradient is broadcast back over the reduced axes: materialized first, else every
+      // element of the broadcast recomputes it (a matmul's weight gradient recomputed the whole
+      // elementwise chain behind dOut once per input column).
+      return {in.grad.contiguous().expand_to(s)};
     case Op::MAX: {
       // Ties share the gradient evenly.
       Tensor hit = x.eq(in.out.expand_to(s));
