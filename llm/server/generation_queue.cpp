@@ -28,6 +28,18 @@ void GenerationJob::emit(const AnswerDelta& d) {
   cv_.notify_all();
 }
 
+void GenerationJob::count_token() {
+  std::lock_guard lock(mutex_);
+  if (tokens_++ == 0) first_token_ = std::chrono::steady_clock::now();
+}
+
+std::pair<int64_t, double> GenerationJob::progress() const {
+  std::lock_guard lock(mutex_);
+  const double s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - first_token_).count();
+  return {tokens_, tokens_ > 1 && s > 0 ? static_cast<double>(tokens_ - 1) / s : 0.0};
+}
+
 void GenerationJob::finish() {
   {
     std::lock_guard lock(mutex_);
@@ -144,6 +156,7 @@ void GenerationQueue::run(GenerationJob& job) {
     options.is_stop = [&](int32_t t) { return tokenizer_.is_end_of_generation(t); };
   GenerateResult r = generator_.generate(job.prompt, options, [&](int32_t t) {
     if (job.cancelled()) return false;
+    job.count_token();
     if (tokenizer_.is_end_of_generation(t) && !job.ignore_eos) {
       end_token = true;
       return true;

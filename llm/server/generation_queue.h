@@ -44,15 +44,20 @@ class GenerationJob {
   const CompletionResult& result() const { return result_; }
   /// Set when the generation failed.
   const std::optional<std::string>& error() const { return error_; }
+  /// Tokens generated so far, and their rate since the first (0 before two).
+  std::pair<int64_t, double> progress() const;
 
  private:
   friend class GenerationQueue;
   void emit(const AnswerDelta& d);
   void finish();
+  void count_token();
 
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable cv_;
   AnswerDelta pending_;
+  int64_t tokens_ = 0;
+  std::chrono::steady_clock::time_point first_token_;
   bool finished_ = false;
   std::atomic<bool> cancelled_{false}, started_{false};
   CompletionResult result_;

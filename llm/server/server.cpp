@@ -148,6 +148,17 @@ struct Server::Impl {
         [job](bool) { job->cancel(); });  // the connection is gone: nothing more to generate
   }
 
+  // A delta chunk with llama-server's running timings (tokens so far and their rate), so that a
+  // client shows tokens per second while the answer streams (an event may carry several tokens).
+  static Json progress_chunk(const GenerationJob& job, Endpoint endpoint, const ResponseHeader& h,
+                             const AnswerDelta& d) {
+    Json chunk = delta_chunk(endpoint, h, d.reasoning, d.content, false);
+    const auto [tokens, rate] = job.progress();
+    chunk["timings"] = {{"predicted_n", tokens},
+                        {"predicted_per_second", rate > 0 ? Json(rate) : Json(nullptr)}};
+    return chunk;
+  }
+
   // Writes the whole event stream; false when the client went away.
   static bool stream(GenerationJob& job, Endpoint endpoint, const ResponseHeader& h, bool usage,
                      httplib::DataSink& sink) {
@@ -158,8 +169,8 @@ struct Server::Impl {
       AnswerDelta d;
       done = job.wait(d, kPoll);
       // An SSE comment while nothing comes: a client that left is noticed, and its place freed.
-      const bool ok = d.empty() ? done || write(": waiting\n\n")
-                                : event(delta_chunk(endpoint, h, d.reasoning, d.content, false));
+      const bool ok =
+          d.empty() ? done || write(": waiting\n\n") : event(progress_chunk(job, endpoint, h, d));
       if (!ok) return false;
     }
     if (job.error()) {

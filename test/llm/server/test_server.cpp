@@ -234,6 +234,13 @@ TEST_CASE("a greedy chat answer is the generator's, streamed or not") {
   }
   CHECK(content == want.content);
   CHECK(reasoning == want.reasoning);
+  // Each delta carries the tokens generated so far.
+  int64_t seen = 0;
+  for (size_t i = 1; i + 3 < events.size(); ++i) {
+    const int64_t n = Json::parse(events[i])["timings"]["predicted_n"];
+    CHECK(n > seen);
+    seen = n;
+  }
   const Json finish = Json::parse(events[events.size() - 3]);
   CHECK(finish["choices"][0]["finish_reason"] == r["choices"][0]["finish_reason"]);
   CHECK(finish["timings"]["predicted_n"] == n);
