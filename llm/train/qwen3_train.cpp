@@ -58,15 +58,18 @@ Tensor TrainableQwen3::forward(const Tensor& tokens) const {
                                    dtypes::float32, tokens.device())
                           .triu(1);
   const double scale = 1 / std::sqrt(static_cast<double>(s.head_dim));
+  // Every activation a matmul reads is materialized (.contiguous()): its backward reads it again,
+  // and a GEMM-shaped kernel is register-tiled only over plain loads (an unmaterialized residual
+  // stream was recomputed from all earlier layers' outputs once per weight element).
   Tensor h = param("token_embd.weight").embedding(tokens.reshape({rows}));
   for (int64_t l = 0; l < s.n_layers; ++l) {
     const auto w = [&](const char* what) -> const Tensor& {
       return param(fmt::format("blk.{}.{}.weight", l, what));
     };
-    const Tensor x = rms_norm(h, w("attn_norm"), s.rms_eps);
+    const Tensor x = rms_norm(h, w("attn_norm"), s.rms_eps).contiguous();
     const auto heads = [&](const char* proj, const char* norm, int64_t n) {
       Tensor t = x.linear(w(proj)).reshape({rows, n, s.head_dim});
-      return rope(rms_norm(t, w(norm), s.rms_eps), cos, sin);
+      return rope(rms_norm(t, w(norm), s.rms_eps), cos, sin).contiguous();
     };
     // (batch, heads, seq, head_dim); each KV head serves n_heads / n_kv_heads query heads.
     const auto split = [&](const Tensor& t, int64_t n) {
@@ -78,13 +81,18 @@ Tensor TrainableQwen3::forward(const Tensor& tokens) const {
                    .repeat_interleave(group, 1);
     Tensor v = split(x.linear(w("attn_v")).reshape({rows, s.n_kv_heads, s.head_dim}), s.n_kv_heads)
                    .repeat_interleave(group, 1);
-    Tensor att = (q.matmul(k.transpose()) * scale + mask).softmax(-1).matmul(v);
-    h = h +
-        att.permute({0, 2, 1, 3}).reshape({rows, s.n_heads * s.head_dim}).linear(w("attn_output"));
-    const Tensor f = rms_norm(h, w("ffn_norm"), s.rms_eps);
-    h = h + (f.linear(w("ffn_gate")).silu() * f.linear(w("ffn_up"))).linear(w("ffn_down"));
+    Tensor att = (q.matmul(k.transpose()) * scale + mask).softmax(-1).contiguous().matmul(v);
+    h = (h + att.permute({0, 2, 1, 3})
+                 .reshape({rows, s.n_heads * s.head_dim})
+                 .contiguous()
+                 .linear(w("attn_output")))
+            .contiguous();
+    const Tensor f = rms_norm(h, w("ffn_norm"), s.rms_eps).contiguous();
+    h = (h + (f.linear(w("ffn_gate")).silu() * f.linear(w("ffn_up"))).contiguous().linear(
+                 w("ffn_down")))
+            .contiguous();
   }
-  const Tensor out = rms_norm(h, param("output_norm.weight"), s.rms_eps);
+  const Tensor out = rms_norm(h, param("output_norm.weight"), s.rms_eps).contiguous();
   return out.linear(param("output.weight")).reshape({batch, seq, s.vocab});
 }
 
