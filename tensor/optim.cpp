@@ -38,6 +38,14 @@ Tensor Optimizer::state_like(size_t i) const {
 
 Tensor Optimizer::lr_as(DType dtype) const { return lr_.cast(dtype); }
 
+std::vector<Tensor> Optimizer::state() const {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < masters_.size(); ++i)
+    if (has_master_[i]) out.push_back(masters_[i]);
+  for (Tensor& t : own_state()) out.push_back(std::move(t));
+  return out;
+}
+
 void Optimizer::step(std::vector<Tensor> with) {
   std::vector<Tensor> writes = std::move(with);
   NoGradScope no_grad;
@@ -70,6 +78,13 @@ Tensor SGD::update(size_t i, const Tensor& w, const Tensor& grad, std::vector<Te
     g = opt_.nesterov ? g + v * opt_.momentum : v;
   }
   return w - lr_as(w.dtype()) * g;
+}
+
+std::vector<Tensor> Adam::own_state() const {
+  std::vector<Tensor> out = m_;
+  out.insert(out.end(), v_.begin(), v_.end());
+  out.push_back(beta_powers_);
+  return out;
 }
 
 Adam::Adam(std::vector<Tensor> params, AdamOptions options)

@@ -28,6 +28,10 @@ class Optimizer {
   void set_lr(double lr);
   double lr() const { return lr_value_; }
   const std::vector<Tensor>& params() const { return params_; }
+  /// Every buffer the optimizer updates besides the parameters (float32 masters, moments, the
+  /// step's bias-correction powers), in a fixed order: a checkpoint saves them and restores them
+  /// with assign() to resume exactly.
+  std::vector<Tensor> state() const;
 
  protected:
   /// The new value of parameter i (float32 or float64, the master's dtype) from its value `w`
@@ -36,6 +40,8 @@ class Optimizer {
                         std::vector<Tensor>& writes) = 0;
   /// Called once per step before the updates (state shared by all parameters).
   virtual void begin_step(std::vector<Tensor>& /*writes*/) {}
+  /// The subclass's state buffers, for state().
+  virtual std::vector<Tensor> own_state() const = 0;
   /// A zeroed state buffer shaped like parameter i's master.
   Tensor state_like(size_t i) const;
   /// The learning rate as a scalar of `dtype` (read from its buffer when the step runs).
@@ -61,6 +67,7 @@ class SGD : public Optimizer {
 
  private:
   Tensor update(size_t i, const Tensor& w, const Tensor& g, std::vector<Tensor>& writes) override;
+  std::vector<Tensor> own_state() const override { return velocity_; }
   SgdOptions opt_;
   std::vector<Tensor> velocity_;
 };
@@ -83,6 +90,7 @@ class Adam : public Optimizer {
  private:
   void begin_step(std::vector<Tensor>& writes) override;
   Tensor update(size_t i, const Tensor& w, const Tensor& g, std::vector<Tensor>& writes) override;
+  std::vector<Tensor> own_state() const override;
   AdamOptions opt_;
   std::vector<Tensor> m_, v_;
   Tensor beta_powers_;  // (2,) float64 buffer: beta1^t, beta2^t of the last step

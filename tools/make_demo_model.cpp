@@ -4,7 +4,6 @@
 // tokenize and chat with it.
 #include <fmt/format.h>
 
-#include <charconv>
 #include <cstdio>
 #include <fstream>
 #include <optional>
@@ -15,10 +14,13 @@
 #include "base/error.h"
 #include "llm/config/config.h"
 #include "llm/config/demo_model.h"
+#include "tools/args.h"
 
 namespace {
 
 using ugrad::fail;
+using ugrad::tools::parse_u32;
+using ugrad::tools::parse_uint;
 using namespace ugrad::llm;
 
 constexpr std::string_view kUsage = R"(usage: make_demo_model -o OUT.gguf [options]
@@ -64,28 +66,6 @@ qwen3moe / qwen35moe:
 Quantized types need dim, heads*head-dim and ffn to be multiples of the type's block size
 (32 for Q8_0, 256 for the K formats and IQ4_XS).
 )";
-
-uint64_t parse_uint(std::string_view flag, std::string_view text) {
-  uint64_t v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size()) {
-    fail("{}: '{}' is not a non-negative integer", flag, text);
-  }
-  return v;
-}
-
-uint32_t parse_u32(std::string_view flag, std::string_view text) {
-  const uint64_t v = parse_uint(flag, text);
-  if (v > UINT32_MAX) fail("{}: {} is too large", flag, v);
-  return static_cast<uint32_t>(v);
-}
-
-GgmlType parse_type(std::string_view text) {
-  for (const QuantFormat& f : all_formats()) {
-    if (f.name == text) return f.type;
-  }
-  fail("--type: unknown ggml type '{}'", text);
-}
 
 std::string read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -141,7 +121,7 @@ int run(int argc, char** argv) {
     } else if (flag == "--shared-ffn") {
       o.shared_ffn_dim = parse_u32(flag, value);
     } else if (flag == "--type") {
-      o.weight_type = parse_type(value);
+      o.weight_type = ugrad::tools::parse_ggml_type(flag, value);
     } else if (flag == "--layers") {
       o.n_layers = parse_u32(flag, value);
     } else if (flag == "--dim") {
@@ -159,11 +139,7 @@ int run(int argc, char** argv) {
     } else if (flag == "--vocab-size") {
       o.vocab_size = parse_u32(flag, value);
     } else if (flag == "--rope-theta") {
-      try {
-        o.rope_theta = std::stof(std::string(value));
-      } catch (const std::exception&) {
-        fail("--rope-theta: '{}' is not a number", value);
-      }
+      o.rope_theta = static_cast<float>(ugrad::tools::parse_double(flag, value));
     } else if (flag == "--seed") {
       o.seed = parse_uint(flag, value);
     } else if (flag == "--vocab") {

@@ -1,13 +1,12 @@
 #include "llm/cli/session.h"
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <filesystem>
 
 #include <fmt/format.h>
 
 #include "base/env.h"
+#include "base/status_line.h"
 #include "llm/cli/hub_commands.h"
 #include "llm/models/gguf_vocab.h"
 #include "runtime/compile_observer.h"
@@ -21,27 +20,6 @@ FileMemory file_memory(const CliOptions& o) {
   if (o.mmap) return FileMemory::Mapped;
   return cli_device(o).reads_host_memory() ? FileMemory::Read : FileMemory::Mapped;
 }
-
-// A status line on stderr, redrawn in place at most every 0.1 s and erased when done; nothing
-// unless stderr is a terminal.
-class StatusLine {
- public:
-  explicit StatusLine(bool quiet) : on_(!quiet && isatty(STDERR_FILENO) != 0) {}
-  ~StatusLine() {
-    if (drawn_) std::fputs("\r\033[K", stderr);
-  }
-  void show(const std::string& text, bool force = false) {
-    const auto now = std::chrono::steady_clock::now();
-    if (!on_ || (!force && now - last_ < std::chrono::milliseconds(100))) return;
-    last_ = now;
-    drawn_ = true;
-    std::fprintf(stderr, "\r\033[K%s", text.c_str());
-  }
-
- private:
-  bool on_, drawn_ = false;
-  std::chrono::steady_clock::time_point last_{};
-};
 
 GgufFile open_with_progress(const std::string& path, const CliOptions& o, bool quiet) {
   StatusLine line(quiet);

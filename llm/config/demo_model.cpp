@@ -167,9 +167,20 @@ void add_random(GgufWriter& w, const std::string& name, std::vector<uint64_t> di
   Rng rng = tensor_rng(o.seed, name);
   std::vector<float> row(dims[0]);
   std::vector<uint8_t> bytes(row_size * n_rows);
-  const uint64_t drawn = o.distinct_rows ? std::min<uint64_t>(o.distinct_rows, n_rows) : n_rows;
+  const auto given = o.weights.find(name);
+  if (given != o.weights.end() && given->second.size() != dims[0] * n_rows) {
+    fail("demo model: {} holds {} trained values, its shape {} elements", name,
+         given->second.size(), dims[0] * n_rows);
+  }
+  const uint64_t drawn = given != o.weights.end() ? n_rows
+                         : o.distinct_rows        ? std::min<uint64_t>(o.distinct_rows, n_rows)
+                                                  : n_rows;
   for (uint64_t r = 0; r < drawn; ++r) {
-    for (float& v : row) v = static_cast<float>(mean + std * rng.normal());
+    if (given != o.weights.end()) {
+      std::copy_n(given->second.begin() + r * dims[0], dims[0], row.begin());
+    } else {
+      for (float& v : row) v = static_cast<float>(mean + std * rng.normal());
+    }
     quantize(type, row, std::span<uint8_t>(bytes).subspan(r * row_size, row_size));
   }
   for (uint64_t r = drawn; r < n_rows; ++r)  // the drawn rows repeated
@@ -457,12 +468,17 @@ GgufWriter build_demo_model(const DemoModelOptions& o) {
   GgufWriter w;
   w.set_string("general.architecture", arch);
   w.set_string("general.type", "model");
-  w.set_string("general.name", fmt::format("ugrad demo {} {}L-{}d {} (random weights)", arch,
-                                           o.n_layers, o.dim, format_of(wt).name));
+  w.set_string("general.name", !o.name.empty()
+                                   ? o.name
+                                   : fmt::format("ugrad demo {} {}L-{}d {} (random weights)", arch,
+                                                 o.n_layers, o.dim, format_of(wt).name));
   w.set_string("general.description",
-               fmt::format("ugrad demo: random weights, meaningless output. Written by ugrad's "
-                           "make_demo_model to exercise the {} code path; not a trained model.",
-                           o.arch == ModelArch::kQwen3 ? std::string_view("Qwen3") : arch));
+               !o.description.empty()
+                   ? o.description
+                   : fmt::format("ugrad demo: random weights, meaningless output. Written by "
+                                 "ugrad's make_demo_model to exercise the {} code path; not a "
+                                 "trained model.",
+                                 o.arch == ModelArch::kQwen3 ? std::string_view("Qwen3") : arch));
   w.set_u32("general.quantization_version", kGgmlQuantizationVersion);
   for (const auto& [type, ftype] : kFileTypes) {
     if (type == wt) w.set_u32("general.file_type", ftype);
@@ -500,6 +516,9 @@ GgufWriter build_demo_model(const DemoModelOptions& o) {
   if (!o.tied_output) {
     add_random(w, "output.weight", {dim, n_vocab}, wt, 0.0, fan_in_std(dim), o);
   }
+  for (const auto& [name, values] : o.weights)
+    if (!w.has_tensor(name))
+      fail("demo model: trained weights for {}, a tensor it does not have", name);
   return w;
 }
 

@@ -2,9 +2,11 @@
 // demo: qwen3 (dense), qwen3moe, qwen35 (Gated DeltaNet hybrid) and qwen35moe. They carry the
 // metadata and tensors llama.cpp's converter writes for the architecture (docs/qwen.md:
 // #qwen3-metadata, #qwen35-metadata, #qwen35-tensors, #tokenizer-keys) and say in
-// general.name/description that their output is meaningless.
+// general.name/description that their output is meaningless, unless a trainer hands in the
+// weights (and the name and description) of a model it trained.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -63,6 +65,11 @@ struct DemoModelOptions {
   std::optional<VocabData> vocab;
   /// Written as tokenizer.chat_template when not empty.
   std::string chat_template;
+  /// Trained values by GGUF tensor name (ggml order: the innermost dim contiguous), quantized to
+  /// the tensor's type; a tensor not named here is drawn. An Error names a wrong element count.
+  std::map<std::string, std::vector<float>> weights;
+  /// general.name / general.description; empty: the random-weights wording.
+  std::string name, description;
 };
 
 /// A tiny byte-level BPE vocabulary: the 256 byte tokens (GPT-2 byte-level text), a few merges

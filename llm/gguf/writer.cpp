@@ -1,5 +1,6 @@
 #include "llm/gguf/writer.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -245,6 +246,11 @@ void GgufWriter::add_tensor(std::string name, std::vector<uint64_t> dims, GgmlTy
 void GgufWriter::add_tensor_ref(std::string name, std::vector<uint64_t> dims, GgmlType type,
                                 std::span<const uint8_t> data) {
   add_checked(Tensor{std::move(name), std::move(dims), type, {}, data});
+}
+
+bool GgufWriter::has_tensor(std::string_view name) const {
+  return std::any_of(tensors_.begin(), tensors_.end(),
+                     [&](const Tensor& t) { return t.name == name; });
 }
 
 void GgufWriter::add_checked(Tensor t) {

@@ -67,6 +67,8 @@ class GgufWriter {
   uint32_t alignment() const { return alignment_; }
   /// Number of tensors added.
   size_t tensor_count() const { return tensors_.size(); }
+  /// True if a tensor of that name has been added.
+  bool has_tensor(std::string_view name) const;
 
   /// The whole file image.
   std::vector<uint8_t> to_bytes() const;

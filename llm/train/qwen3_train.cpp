@@ -61,7 +61,11 @@ Tensor TrainableQwen3::forward(const Tensor& tokens) const {
   // Every activation a matmul reads is materialized (.contiguous()): its backward reads it again,
   // and a GEMM-shaped kernel is register-tiled only over plain loads (an unmaterialized residual
   // stream was recomputed from all earlier layers' outputs once per weight element).
-  Tensor h = param("token_embd.weight").embedding(tokens.reshape({rows}));
+  // The lookup as a matmul with a materialized one-hot matrix: forward and the table's gradient
+  // are then two tiled GEMMs (Tensor::embedding's where-sum gradient is an untiled reduce over
+  // the rows for every table element, 50x slower at a 24k-token table).
+  const Tensor one_hot = tokens.reshape({rows}).one_hot(s.vocab).cast(dtypes::float32).contiguous();
+  Tensor h = one_hot.matmul(param("token_embd.weight"));
   for (int64_t l = 0; l < s.n_layers; ++l) {
     const auto w = [&](const char* what) -> const Tensor& {
       return param(fmt::format("blk.{}.{}.weight", l, what));
@@ -88,17 +92,31 @@ Tensor TrainableQwen3::forward(const Tensor& tokens) const {
                  .linear(w("attn_output")))
             .contiguous();
     const Tensor f = rms_norm(h, w("ffn_norm"), s.rms_eps).contiguous();
-    h = (h + (f.linear(w("ffn_gate")).silu() * f.linear(w("ffn_up"))).contiguous().linear(
-                 w("ffn_down")))
+    h = (h + (f.linear(w("ffn_gate")).silu() * f.linear(w("ffn_up")))
+                 .contiguous()
+                 .linear(w("ffn_down")))
             .contiguous();
   }
   const Tensor out = rms_norm(h, param("output_norm.weight"), s.rms_eps).contiguous();
-  return out.linear(param("output.weight")).reshape({batch, seq, s.vocab});
+  Tensor logits = out.linear(param("output.weight")).reshape({batch, seq, s.vocab});
+  if (s.unseen == 0 && s.n_classes() == s.vocab) return logits;
+  std::vector<float> offset(s.vocab, 0.0f);
+  std::fill(offset.begin() + s.n_classes(), offset.end(), -1e9f);
+  if (s.unseen != 0)
+    offset[s.n_classes() - 1] = static_cast<float>(std::log(static_cast<double>(s.unseen)));
+  return logits + Tensor::from_vector(offset, {s.vocab}, dtypes::float32, tokens.device());
+}
+
+Tensor TrainableQwen3::token_losses(const Tensor& tokens, const Tensor& targets) const {
+  const Tensor logp = forward(tokens).log_softmax(-1);
+  Tensor nll = -logp.gather(2, targets.unsqueeze(2)).squeeze({2});
+  if (shape_.unseen == 0) return nll;
+  return nll + targets.eq(shape_.n_classes() - 1).cast(dtypes::float32) *
+                   std::log(static_cast<double>(shape_.unseen));
 }
 
 Tensor TrainableQwen3::loss(const Tensor& tokens, const Tensor& targets) const {
-  const Tensor logp = forward(tokens).log_softmax(-1);
-  return -logp.gather(2, targets.unsqueeze(2)).mean();
+  return token_losses(tokens, targets).mean();
 }
 
 double TrainableQwen3::step_flops(int64_t tokens, int64_t seq) const {
