@@ -170,16 +170,18 @@ int run(int argc, char** argv) {
       trainer.save_checkpoint(o.checkpoint);
   });
   if (line.on()) std::fputc('\n', stderr);
-  const double held_out = trainer.held_out_loss();
+  const HeldOut held_out = trainer.held_out();
   if (first_loss >= 0)
     fmt::print("loss: first step {:.3f}, last step {:.3f}\n", first_loss, last_loss);
-  fmt::print("held-out answers: {:.3f} nats per token (unigram entropy {:.3f})\n", held_out,
-             corpus.unigram_entropy);
+  fmt::print(
+      "held-out answers: {:.3f} nats per token (unigram entropy {:.3f}); all tokens outside the "
+      "corpus together: probability {:.2g}\n",
+      held_out.loss, corpus.unigram_entropy, held_out.unseen_probability);
   const std::string description = fmt::format(
       "A tiny Qwen3-architecture model trained by ugrad's train_demo for {} steps on Debian's "
       "fortune cookie databases (package fortunes): it makes words and phrases, not sense. "
       "Held-out loss {:.3f} nats per answer token, unigram entropy {:.3f}.",
-      trainer.steps_done(), held_out, corpus.unigram_entropy);
+      trainer.steps_done(), held_out.loss, corpus.unigram_entropy);
   trainer.write_gguf(o.output, o.type, vocab, description);
   // Read the file back through the model loader's validation before calling it done.
   const GgufFile file = GgufFile::open(o.output);

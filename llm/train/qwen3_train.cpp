@@ -107,16 +107,19 @@ Tensor TrainableQwen3::forward(const Tensor& tokens) const {
   return logits + Tensor::from_vector(offset, {s.vocab}, dtypes::float32, tokens.device());
 }
 
-Tensor TrainableQwen3::token_losses(const Tensor& tokens, const Tensor& targets) const {
-  const Tensor logp = forward(tokens).log_softmax(-1);
-  Tensor nll = -logp.gather(2, targets.unsqueeze(2)).squeeze({2});
+Tensor TrainableQwen3::log_probs(const Tensor& tokens) const {
+  return forward(tokens).log_softmax(-1);
+}
+
+Tensor TrainableQwen3::token_losses(const Tensor& log_probs, const Tensor& targets) const {
+  Tensor nll = -log_probs.gather(2, targets.unsqueeze(2)).squeeze({2});
   if (shape_.unseen == 0) return nll;
   return nll + targets.eq(shape_.n_classes() - 1).cast(dtypes::float32) *
                    std::log(static_cast<double>(shape_.unseen));
 }
 
 Tensor TrainableQwen3::loss(const Tensor& tokens, const Tensor& targets) const {
-  return token_losses(tokens, targets).mean();
+  return token_losses(log_probs(tokens), targets).mean();
 }
 
 double TrainableQwen3::step_flops(int64_t tokens, int64_t seq) const {

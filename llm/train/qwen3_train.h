@@ -33,10 +33,12 @@ class TrainableQwen3 {
   /// Logits (batch, seq, vocab) for int32 `tokens` (batch, seq); with unseen > 0 the last class's
   /// is the log of the unseen tokens' summed weight (one token's logit + ln(unseen)).
   Tensor forward(const Tensor& tokens) const;
-  /// Cross-entropy (batch, seq) of predicting each of `targets` (batch, seq) from `tokens`; the
-  /// last class (unseen > 0) is one of the unseen tokens, ln(unseen) less likely than the class.
-  Tensor token_losses(const Tensor& tokens, const Tensor& targets) const;
-  /// Mean of token_losses.
+  /// log_softmax of forward(tokens): (batch, seq, vocab).
+  Tensor log_probs(const Tensor& tokens) const;
+  /// Cross-entropy (batch, seq) of each of `targets` (batch, seq) under `log_probs`; the last
+  /// class (unseen > 0) is one of the unseen tokens, ln(unseen) less likely than the class.
+  Tensor token_losses(const Tensor& log_probs, const Tensor& targets) const;
+  /// Mean cross-entropy of predicting `targets` from `tokens`.
   Tensor loss(const Tensor& tokens, const Tensor& targets) const;
   /// Every weight, in a fixed order (their names in names()).
   const std::vector<Tensor>& params() const { return params_; }

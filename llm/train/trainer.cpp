@@ -130,37 +130,42 @@ void Trainer::train(const std::function<void(const TrainProgress&)>& progress) {
   }
 }
 
-double Trainer::held_out_loss() {
+HeldOut Trainer::held_out() {
   NoGradScope no_grad;
-  const int64_t b = config_.batch, n = config_.seq;
-  double total = 0;
+  const int64_t b = config_.batch, n = config_.seq, unseen = config_.shape.n_classes() - 1;
+  HeldOut sum;
   size_t counted = 0;
   const auto& samples = corpus_.held_out;
   for (size_t first = 0; first < samples.size(); first += b) {
     std::vector<int32_t> tokens(b * n, 0), targets(b * n, 0);
-    std::vector<float> weight(b * n, 0.0f);
+    std::vector<bool> answer(b * n, false);
     for (int64_t i = 0; i < b && first + i < samples.size(); ++i) {
       const ChatSample& s = samples[first + i];
       const size_t len = std::min<size_t>(s.ids.size() - 1, n);
       for (size_t j = 0; j < len; ++j) {
         tokens[i * n + j] = corpus_.compact(s.ids[j]);
         targets[i * n + j] = corpus_.compact(s.ids[j + 1]);
-        weight[i * n + j] = (j + 1 >= s.answer_begin && j + 1 < s.answer_end) ? 1.0f : 0.0f;
+        answer[i * n + j] = j + 1 >= s.answer_begin && j + 1 < s.answer_end;
       }
     }
-    const std::vector<float> nll = model_
-                                       ->token_losses(Tensor::from_vector(tokens, {b, n}),
-                                                      Tensor::from_vector(targets, {b, n}))
-                                       .to_vector<float>();
-    for (size_t k = 0; k < nll.size(); ++k)
-      if (weight[k] != 0) {
-        total += nll[k];
+    const Tensor logp = model_->log_probs(Tensor::from_vector(tokens, {b, n}));
+    Tensor nll = model_->token_losses(logp, Tensor::from_vector(targets, {b, n}));
+    Tensor p_unseen = logp.shrink({{0, b}, {0, n}, {unseen, unseen + 1}}).exp();
+    std::vector<Tensor> both = {nll, p_unseen};
+    Tensor::realize_all(both);
+    const std::vector<float> nll_v = nll.to_vector<float>(), unseen_v = p_unseen.to_vector<float>();
+    for (size_t k = 0; k < nll_v.size(); ++k)
+      if (answer[k]) {
+        sum.loss += nll_v[k];
+        sum.unseen_probability += unseen_v[k];
         ++counted;
       }
   }
   if (counted == 0)
     fail("train: no held-out answer starts within the first {} tokens of its sample", n + 1);
-  return total / static_cast<double>(counted);
+  sum.loss /= static_cast<double>(counted);
+  sum.unseen_probability /= static_cast<double>(counted);
+  return sum;
 }
 
 std::string Trainer::fingerprint() const {

@@ -30,6 +30,12 @@ struct TrainConfig {
   uint64_t seed = 1;
 };
 
+/// The model on the held-out samples' answers.
+struct HeldOut {
+  double loss = 0;              // mean cross-entropy, nats per token
+  double unseen_probability = 0;  // mean probability of the unseen class (every unseen id together)
+};
+
 /// What a progress line needs after a step.
 struct TrainProgress {
   int64_t step = 0, steps = 0;  // steps done, of
@@ -47,9 +53,9 @@ class Trainer {
   /// One step; returns its loss.
   double step();
   int64_t steps_done() const { return step_; }
-  /// Mean cross-entropy (nats) of the held-out samples' answer tokens, each predicted from the
-  /// sample's tokens before it (a sample longer than seq + 1 tokens is cut to its first seq + 1).
-  double held_out_loss();
+  /// The held-out samples' answer tokens, each predicted from the sample's tokens before it (a
+  /// sample longer than seq + 1 tokens is cut to its first seq + 1).
+  HeldOut held_out();
   /// Writes the model, the optimizer's state and the step count (an F32/F64 GGUF).
   void save_checkpoint(const std::string& path) const;
   /// Restores what save_checkpoint wrote; an Error if it was written for another configuration
