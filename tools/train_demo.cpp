@@ -35,7 +35,7 @@ is the answer of a one-turn chat ("Tell me my fortune.", "Say something wise.", 
   --type NAME             F32, F16 or Q8_0 (default Q8_0)
   --fortunes DIR          the fortune files (default /usr/share/games/fortunes)
   --max-fortunes N        train on N fortunes spread over all files (default: all)
-  --steps N               optimizer steps (default 600: ~8 minutes on 2 cores)
+  --steps N               optimizer steps (default 600: 8 to 10 minutes on 2 cores)
   --batch N  --seq N      windows per step and their length in tokens (default 8 x 128)
   --lr X                  peak learning rate (default 3e-3; warm-up, then cosine to a tenth)
   --layers N --dim N --heads N --kv-heads N --head-dim N --ffn N
