@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a fresh machine, builds what the demo runs (`llm` and `train_demo`, no tests), trains the
 # demo model on first use (a tiny Qwen3-architecture model, trained by ugrad on Debian's fortune
-# cookie databases: 8 to 10 minutes on 2 cores; an interrupted training resumes from its checkpoint)
-# and asks it for a fortune.
+# cookie databases: 8 to 10 minutes on 2 cores; an interrupted training resumes from its
+# checkpoint) and asks it for a fortune.
 #   scripts/demo.sh ["prompt"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
