@@ -32,7 +32,7 @@ struct TrainConfig {
 
 /// The model on the held-out samples' answers.
 struct HeldOut {
-  double loss = 0;              // mean cross-entropy, nats per token
+  double loss = 0;                // mean cross-entropy, nats per token
   double unseen_probability = 0;  // mean probability of the unseen class (every unseen id together)
 };
 

@@ -53,10 +53,11 @@ TEST_CASE("a model trained on fortunes predicts held-out ones below their unigra
   double first = 0, last = 0;
   trainer.train([&](const TrainProgress& p) { (p.step == 1 ? first : last) = p.loss; });
   const HeldOut held_out = trainer.held_out();
-  MESSAGE(fmt::format("{} training tokens, {} distinct; loss {:.3f} -> {:.3f}; held-out {:.3f} "
-                      "nats, unigram entropy {:.3f}; unseen tokens' probability {:.2g}",
-                      corpus.train.size(), corpus.vocab.size(), first, last, held_out.loss,
-                      corpus.unigram_entropy, held_out.unseen_probability));
+  MESSAGE(
+      fmt::format("{} training tokens, {} distinct; loss {:.3f} -> {:.3f}; held-out {:.3f} "
+                  "nats, unigram entropy {:.3f}; unseen tokens' probability {:.2g}",
+                  corpus.train.size(), corpus.vocab.size(), first, last, held_out.loss,
+                  corpus.unigram_entropy, held_out.unseen_probability));
   CHECK(held_out.loss < corpus.unigram_entropy - kMargin);
   // Every token outside the corpus together (84% at the start, from 127,664 of 151,936 ids): held
   // out text has some, so their shared class keeps a few percent; one unseen id alone then has

@@ -123,7 +123,8 @@ TEST_CASE("the loss over corpus tokens + unseen class + padding is the full voca
   const std::vector<int32_t> target_ids = {3, 5, 0, 5, 2, 4};
   const Tensor targets = Tensor::from_vector(target_ids, {1, 6});
   const std::vector<float> logits = model.forward(tokens).to_vector<float>();
-  const std::vector<float> nll = model.token_losses(model.log_probs(tokens), targets).to_vector<float>();
+  const std::vector<float> nll =
+      model.token_losses(model.log_probs(tokens), targets).to_vector<float>();
   for (size_t p = 0; p < 6; ++p) {
     // The full vocabulary: 5 tokens with their own rows, 7 sharing the class row's raw logit.
     const double shared = logits[p * 8 + 5] - std::log(7.0);
