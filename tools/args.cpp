@@ -2,6 +2,8 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <exception>
 #include <string>
 
 #include "base/error.h"
@@ -40,6 +42,15 @@ llm::GgmlType parse_ggml_type(std::string_view flag, std::string_view text) {
   for (const llm::QuantFormat& f : llm::all_formats())
     if (f.name == text) return f.type;
   fail("{}: unknown ggml type '{}'", flag, text);
+}
+
+int run_tool(const char* tool, int (*run)(int, char**), int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", tool, e.what());
+    return 1;
+  }
 }
 
 }  // namespace ugrad::tools

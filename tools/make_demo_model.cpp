@@ -4,7 +4,6 @@
 // tokenize and chat with it.
 #include <fmt/format.h>
 
-#include <cstdio>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -182,10 +181,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "make_demo_model: %s\n", e.what());
-    return 1;
-  }
+  return ugrad::tools::run_tool("make_demo_model", run, argc, argv);
 }

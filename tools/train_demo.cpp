@@ -111,11 +111,6 @@ Options parse(int argc, char** argv) {
   if (o.vocab.empty()) fail("no vocabulary: pass --vocab qwen3_vocab.txt (see --help)");
   if (o.type != GgmlType::F32 && o.type != GgmlType::F16 && o.type != GgmlType::Q8_0)
     fail("--type: {} is not one of F32, F16, Q8_0", format_of(o.type).name);
-  if (s.n_layers <= 0 || s.dim <= 0 || s.n_heads <= 0 || s.n_kv_heads <= 0 || s.head_dim <= 0 ||
-      s.ffn_dim <= 0 || s.n_heads % s.n_kv_heads != 0 || s.head_dim % 2 != 0)
-    fail(
-        "model shape: layers, dim, heads, kv-heads, head-dim and ffn must be positive, heads a "
-        "multiple of kv-heads and head-dim even");
   return o;
 }
 
@@ -194,11 +189,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "train_demo: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return ugrad::tools::run_tool("train_demo", run, argc, argv); }

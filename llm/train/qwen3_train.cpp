@@ -13,8 +13,17 @@ namespace ugrad::llm {
 
 TrainableQwen3::TrainableQwen3(TrainShape shape, uint64_t seed, const std::string& device)
     : shape_(shape), device_(device) {
-  Tensor::manual_seed(seed);
   const TrainShape& s = shape_;
+  if (s.n_layers <= 0 || s.dim <= 0 || s.n_heads <= 0 || s.n_kv_heads <= 0 || s.head_dim <= 0 ||
+      s.ffn_dim <= 0 || s.vocab <= 0 || s.n_heads % s.n_kv_heads != 0 || s.head_dim % 2 != 0 ||
+      s.n_classes() > s.vocab || s.unseen < 0)
+    fail(
+        "TrainableQwen3: layers, dim, heads, kv heads, head dim, ffn and vocab must be positive, "
+        "heads a multiple of kv heads, head dim even and classes at most vocab (got {} layers, "
+        "dim {}, {}/{} heads of {}, ffn {}, vocab {}, classes {}, unseen {})",
+        s.n_layers, s.dim, s.n_heads, s.n_kv_heads, s.head_dim, s.ffn_dim, s.vocab, s.classes,
+        s.unseen);
+  Tensor::manual_seed(seed);
   add("token_embd.weight", {s.vocab, s.dim}, false);
   for (int64_t l = 0; l < s.n_layers; ++l) {
     const auto n = [&](const char* what) { return fmt::format("blk.{}.{}.weight", l, what); };
@@ -32,6 +41,13 @@ TrainableQwen3::TrainableQwen3(TrainShape shape, uint64_t seed, const std::strin
   }
   add("output_norm.weight", {s.dim}, true);
   add("output.weight", {s.vocab, s.dim}, false);
+  if (s.unseen != 0 || s.n_classes() != s.vocab) {
+    std::vector<float> offset(s.vocab, 0.0f);
+    std::fill(offset.begin() + s.n_classes(), offset.end(), -1e9f);
+    if (s.unseen != 0)
+      offset[s.n_classes() - 1] = static_cast<float>(std::log(static_cast<double>(s.unseen)));
+    logit_offset_ = Tensor::from_vector(offset, {s.vocab}, dtypes::float32, device_).realize();
+  }
 }
 
 Tensor& TrainableQwen3::add(const std::string& name, std::vector<int64_t> dims, bool norm) {
@@ -99,12 +115,7 @@ Tensor TrainableQwen3::forward(const Tensor& tokens) const {
   }
   const Tensor out = rms_norm(h, param("output_norm.weight"), s.rms_eps).contiguous();
   Tensor logits = out.linear(param("output.weight")).reshape({batch, seq, s.vocab});
-  if (s.unseen == 0 && s.n_classes() == s.vocab) return logits;
-  std::vector<float> offset(s.vocab, 0.0f);
-  std::fill(offset.begin() + s.n_classes(), offset.end(), -1e9f);
-  if (s.unseen != 0)
-    offset[s.n_classes() - 1] = static_cast<float>(std::log(static_cast<double>(s.unseen)));
-  return logits + Tensor::from_vector(offset, {s.vocab}, dtypes::float32, tokens.device());
+  return logit_offset_.defined() ? logits + logit_offset_ : logits;
 }
 
 Tensor TrainableQwen3::log_probs(const Tensor& tokens) const {

@@ -29,6 +29,7 @@ struct TrainShape {
 class TrainableQwen3 {
  public:
   /// Weights drawn from `seed` (normal, std 0.02; norms 1), realized on `device`, requiring grad.
+  /// An Error names a shape that is not positive or whose heads do not divide.
   TrainableQwen3(TrainShape shape, uint64_t seed, const std::string& device = "");
   /// Logits (batch, seq, vocab) for int32 `tokens` (batch, seq); with unseen > 0 the last class's
   /// is the log of the unseen tokens' summed weight (one token's logit + ln(unseen)).
@@ -44,6 +45,8 @@ class TrainableQwen3 {
   const std::vector<Tensor>& params() const { return params_; }
   /// GGUF tensor names of params(), llama.cpp's (token_embd.weight, blk.0.attn_q.weight, ...).
   const std::vector<std::string>& names() const { return names_; }
+  /// The weight of that GGUF name (an InternalError for a name it does not have).
+  const Tensor& param(const std::string& name) const;
   const TrainShape& shape() const { return shape_; }
   /// Weights and activations' FLOPs of one training step on `tokens` tokens of length `seq`
   /// (forward and backward: 6 per weight per token plus attention's 12 * seq * dims).
@@ -51,11 +54,11 @@ class TrainableQwen3 {
 
  private:
   Tensor& add(const std::string& name, std::vector<int64_t> dims, bool norm);
-  const Tensor& param(const std::string& name) const;
   TrainShape shape_;
   std::string device_;
   std::vector<Tensor> params_;
   std::vector<std::string> names_;
+  Tensor logit_offset_;  // (vocab): ln(unseen) at the unseen class, -1e9 on padding; or none
 };
 
 }  // namespace ugrad::llm

@@ -237,8 +237,8 @@ void Trainer::write_gguf(const std::string& path, GgmlType type, const VocabData
   }
   // The full-size embedding and head: compact rows placed at their token ids.
   const size_t dim = static_cast<size_t>(s.dim), seen = corpus_.vocab.size();
-  const std::vector<float> embd = model_->params().front().to_vector<float>();
-  const std::vector<float> head = model_->params().back().to_vector<float>();
+  const std::vector<float> embd = model_->param("token_embd.weight").to_vector<float>();
+  const std::vector<float> head = model_->param("output.weight").to_vector<float>();
   std::vector<float> mean(dim, 0.0f);
   for (size_t r = 0; r < seen; ++r)
     for (size_t d = 0; d < dim; ++d) mean[d] += embd[r * dim + d] / static_cast<float>(seen);

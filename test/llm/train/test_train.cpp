@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "base/error.h"
 #include "llm/train/qwen3_train.h"
 #include "tensor/jit.h"
 #include "tensor/optim.h"
@@ -46,6 +47,15 @@ TEST_CASE("the trainable model's logits are causal and shaped (batch, seq, vocab
   CHECK(m.names().front() == "token_embd.weight");
   CHECK(m.names().back() == "output.weight");
   CHECK(m.params().size() == 2 + 11 * 2 + 1);
+}
+
+TEST_CASE("a trainable model of a shape whose heads do not divide is an Error") {
+  TrainShape odd = kTiny;
+  odd.n_kv_heads = 3;
+  CHECK_THROWS_WITH_AS(TrainableQwen3(odd, 1), doctest::Contains("got 2 layers"), Error);
+  TrainShape classes = kTiny;
+  classes.classes = kTiny.vocab + 1;
+  CHECK_THROWS_AS(TrainableQwen3(classes, 1), Error);
 }
 
 TEST_CASE("backward and Adam memorize a small batch") {
