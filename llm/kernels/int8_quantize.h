@@ -11,7 +11,7 @@ namespace ugrad::llm {
 /// int32, scale (rows, in/32) float32, x.
 UOp int8_quantize_kernel(int64_t rows, int64_t in);
 
-/// x (rows, in) quantized as quantize_rows_int8 does (words and scale; no sum32): the kernel on a
+/// x (rows, in) quantized as quantize_rows_int8 does (words and scale; no sums): the kernel on a
 /// GPU (unless LLM_KERNELS=0), the tensor path elsewhere. On a GPU the last few inputs' results
 /// are reused, so the linears reading one input quantize it once.
 Int8Rows int8_quantize(const Tensor& x);

@@ -6,6 +6,7 @@
 #include "llm/kernels/matvec_int8.h"
 #include "llm/quant/int8_rows.h"
 #include "llm/quant/lazy_dequant.h"
+#include "llm/quant/linear_int8.h"
 #include "runtime/device_features.h"
 
 namespace ugrad::llm {
@@ -101,7 +102,7 @@ Linear load_linear(const GgufTensor& t, const std::string& device,
   const auto in = static_cast<int64_t>(t.dims[0]), out = static_cast<int64_t>(t.dims[1]);
   if (gpu_int8(f, t.type, out, in)) {
     l = gpu_linear(std::as_bytes(t.data), t.type, out, in, device, owner);
-  } else if (t.type == GgmlType::Q4_K && !f.is_gpu &&
+  } else if (linear_int8_supports(t.type, in) && !f.is_gpu &&
              reinterpret_cast<uintptr_t>(t.data.data()) % 4 == 0) {
     const int64_t n = static_cast<int64_t>(t.data.size());
     l.kernel = Linear::Kernel::CpuDot4;
@@ -117,10 +118,10 @@ Tensor Linear::operator()(const Tensor& x) const {
   if (kernel == Kernel::GpuInt8 && rows >= 1 && rows <= kMatvecMaxRows)
     return matvec_int8(int8_quantize(x), words, type, out, in);
   if (kernel == Kernel::GpuInt8 && rows <= kWmmaRows && matmul_wmma_supports(type, out, in))
-    return matmul_wmma(type == GgmlType::Q4_K ? round_rows_int8(x) : x, words, type, out, in);
+    return matmul_wmma(int8_activations(type) ? round_rows_int8(x) : x, words, type, out, in);
   if (kernel == Kernel::CpuDot4 && rows == 1)
-    return q4_k_linear_int8(quantize_rows_int8(x), blocks, words, out, in);
-  if (type != GgmlType::Q4_K) return x.linear(weight);
+    return linear_int8(quantize_rows_int8(x), type, blocks, words, out, in);
+  if (!int8_activations(type)) return x.linear(weight);
   // Materialized: fused into the matmul, the rounding would cost it its tiling.
   return round_rows_int8(x).contiguous().linear(weight);
 }

@@ -27,11 +27,12 @@ Tensor load_weight(const GgufTensor& t, const std::string& device,
 ///             kernel (matmul_wmma.h) over x in f16 where out is a multiple of 16; the device
 ///             holds the weight once, as uint32 words, which the generic path (more rows, or
 ///             other shapes) reads its bytes from.
-///   CpuDot4   Q4_K on a CPU with int8 dot products (x86 VNNI): one row (a decode step, the
-///             output head) runs as DOT4 over the blocks themselves (the file's mapping).
+///   CpuDot4   a format linear_int8 takes (Q4_K, Q5_K, Q6_K) on a CPU with int8 dot products
+///             (x86 VNNI): one row (a decode step, the output head) runs as DOT4 over the
+///             blocks themselves (the file's mapping; llm/quant/linear_int8.h).
 ///   Generic   the lazy dequantization fused into the matmul.
-/// A Q4_K weight takes its input rounded to int8 levels per 32 values (llm/quant/int8_rows.h)
-/// on every path, as ggml's CPU kernels do.
+/// Q4_K, Q5_K and Q6_K weights take their input rounded to int8 levels per 32 values
+/// (llm/quant/int8_rows.h) on every path, as ggml's CPU kernels do.
 struct Linear {
   enum class Kernel { Generic, CpuDot4, GpuInt8 };
   Tensor weight;    // (out, in) float32, the lazy dequantization (load_weight)

@@ -37,13 +37,18 @@ Int8Rows quantize_rows_int8(const Tensor& x) {
     words = i ? words + b : b;
     sum = i ? sum + level : level;
   }
-  // The scale stays a lazy expression of the materialized max: consumers compute it inline.
+  // The scale stays a lazy expression of the materialized max: consumers compute it inline. The
+  // sums are materialized where a consumer reads them (a sum of 16 or 32 read lazily, as two
+  // loads of the finer sums, cost the DOT4 matvec its vector lanes).
   static_assert(kInt8Block == 32, "sum32 sums one block");
   Tensor scale = l.scale.reshape({rows, nb});
-  Tensor sum32 = sum.reshape({rows, nb, 8}).sum({-1}).cast(dtypes::float32) * scale;
-  Tensor out[] = {words.reshape({rows, k4}).bitcast(dtypes::int32).contiguous(),
-                  sum32.contiguous()};
-  return {out[0], scale, out[1]};
+  auto sums = [&](int64_t per) {
+    return (sum.reshape({rows, nb, kInt8Block / per, per / 4}).sum({-1}).cast(dtypes::float32) *
+            l.scale.reshape({rows, nb, 1}))
+        .reshape({rows, nb * kInt8Block / per})
+        .contiguous();
+  };
+  return {words.reshape({rows, k4}).bitcast(dtypes::int32).contiguous(), scale, sums(32), sums(16)};
 }
 
 Tensor round_rows_int8(const Tensor& x) {

@@ -18,6 +18,7 @@ struct Int8Rows {
   Tensor words;  // (rows, in/4) int32: 4 int8 levels per word, little-endian
   Tensor scale;  // (rows, in/32) float32: value = scale * level
   Tensor sum32;  // (rows, in/32) float32: scale * the sum of each 32 consecutive levels
+  Tensor sum16;  // (rows, in/16) float32: scale * the sum of each 16 consecutive levels
 };
 
 /// x (rows, in) float32, `in` a multiple of 32, quantized and packed.

@@ -4,48 +4,15 @@
 #include <map>
 
 #include "base/error.h"
+#include "llm/quant/block_exprs.h"
 #include "llm/quant/blocks.h"
 #include "llm/quant/iq4_tables.h"
 
 namespace ugrad::llm {
 namespace {
 
-// Expressions over a (n_blocks, block_bytes) uint8 tensor of blocks.
-class Blocks {
- public:
-  explicit Blocks(Tensor b) : b_(std::move(b)), n_(b_.dims()[0]) {}
-  int64_t n() const { return n_; }
-  const std::string& device() const { return b_.device(); }
-  /// Bytes [off, off+len) of every block: (n, len) uint8.
-  Tensor bytes(size_t off, int64_t len) const {
-    return b_.shrink({{0, n_}, {static_cast<int64_t>(off), static_cast<int64_t>(off) + len}});
-  }
-  /// Little-endian u16 at off: (n, 1) uint16.
-  Tensor u16(size_t off) const {
-    return bytes(off, 1).cast(dtypes::uint16) + bytes(off + 1, 1).cast(dtypes::uint16) * 256;
-  }
-  /// Little-endian u32 at off: (n, 1) uint32.
-  Tensor u32(size_t off) const {
-    Tensor v = bytes(off, 1).cast(dtypes::uint32);
-    for (int i = 1; i < 4; ++i)
-      v = v + bytes(off + i, 1).cast(dtypes::uint32) * (int64_t{1} << (8 * i));
-    return v;
-  }
-  /// fp16 at off as float32: (n, 1).
-  Tensor f16(size_t off) const { return u16(off).bitcast(dtypes::float16).cast(dtypes::float32); }
-
- private:
-  Tensor b_;
-  int64_t n_;
-};
-
 // Q4_0-ordered nibbles of a (n, 16) byte tensor: low nibbles are elements 0..15, high 16..31.
 Tensor nibbles(const Tensor& qs) { return cat({qs & 15, idiv(qs, 16)}, 1); }
-
-// (x >> shift) & mask for unsigned byte tensors, as division and remainder by powers of two.
-Tensor bits(const Tensor& x, int shift, int64_t mask) {
-  return idiv(x, int64_t{1} << shift) & mask;
-}
 
 // table[q] for a 4-bit index tensor, as a tree of selects on the bits of q (bit 0 picks within
 // pairs of levels, bit 3 between halves): 15 selects and 4 bit tests, vectorizable, no gather.
@@ -61,12 +28,6 @@ Tensor lookup16(const Tensor& q, const int8_t (&table)[16]) {
     level = std::move(next);
   }
   return level[0];
-}
-
-// Per-element scale of a block broadcast over `per` consecutive elements: (n, k) -> (n, k*per).
-Tensor spread(const Tensor& s, int64_t per) {
-  auto d = s.dims();
-  return s.reshape({d[0], d[1], 1}).expand({d[0], d[1], per}).reshape({d[0], d[1] * per});
 }
 
 Tensor q8_0(const Blocks& b) {
@@ -117,21 +78,6 @@ Tensor mxfp4(const Blocks& b) {
   return lookup16(nibbles(b.bytes(mxfp4::kQs, kQK / 2)), kMXFP4Values) * d;
 }
 
-// True in the upper half of axis `axis` of `dims`, false in the lower: a padded constant, no
-// buffer, so a per-element choice stays index math (a vector select) instead of a table load.
-Tensor upper_half(const std::vector<int64_t>& dims, size_t axis, const std::string& device) {
-  std::vector<int64_t> half(dims.size(), 1);
-  std::vector<std::pair<int64_t, int64_t>> pads(dims.size(), {0, 0});
-  half[axis] = dims[axis] / 2;
-  pads[axis] = {dims[axis] / 2, 0};
-  return Tensor::full(half, true, dtypes::bool_, device).pad(pads).expand(dims);
-}
-
-// x in the lower half of `axis`, x >> shift in the upper half.
-Tensor shift_upper(const Tensor& x, size_t axis, int shift) {
-  return upper_half(x.dims(), axis, x.device()).where(idiv(x, int64_t{1} << shift), x);
-}
-
 // The K formats' element axes (n, 2, 2, 2, 32): element 128a + 64b + 32c + l of a super-block.
 std::vector<int64_t> k_axes(int64_t n) { return {n, 2, 2, 2, 32}; }
 
@@ -160,28 +106,6 @@ Tensor per_sixteen(const Tensor& v) {
   Tensor first = s.shrink({{0, n}, {0, 2}, {0, 2}, {0, 2}, {0, 1}}).expand(dims);
   Tensor second = s.shrink({{0, n}, {0, 2}, {0, 2}, {0, 2}, {1, 2}}).expand(dims);
   return upper_half(dims, 4, v.device()).where(second, first);
-}
-
-// Two int tensors of values in [0, 64) as float32, read from one table of 0..63: x86 converts
-// an int to a float with two ALU uops and broadcasts it to a vector with a third, while a
-// broadcast load from a table uses no ALU port (the gather becomes one load, see gather_load.h).
-std::pair<Tensor, Tensor> six_bit_floats(const std::pair<Tensor, Tensor>& ab) {
-  Tensor table = Tensor::arange(64, dtypes::float32, ab.first.device());
-  table.realize();
-  table = table.reshape({64, 1});
-  auto of = [&](const Tensor& t) { return table.embedding(t).reshape(t.dims()); };
-  return {of(ab.first), of(ab.second)};
-}
-
-// Q4_K/Q5_K: the 8 six-bit scales and mins as (n, 8) int32.
-std::pair<Tensor, Tensor> scales_mins_k4(const Blocks& b, size_t off) {
-  // Bit math in int32: on bytes x86 spends two more instructions per scale (a copy and a
-  // re-extension before the conversion to float).
-  auto word = [&](size_t at) { return b.bytes(at, 4).cast(dtypes::int32); };
-  Tensor lo_sc = word(off), lo_m = word(off + 4), hi = word(off + 8);
-  Tensor sc = cat({lo_sc & 63, (hi & 15) + bits(lo_sc, 6, 3) * 16}, 1);
-  Tensor m = cat({lo_m & 63, idiv(hi, 16) + bits(lo_m, 6, 3) * 16}, 1);
-  return {sc, m};
 }
 
 // Q4_K/Q5_K 4-bit quants: group g (64 elements) takes 32 bytes, low nibbles first: (n, 256), with
@@ -311,52 +235,6 @@ Tensor dequantize_lazy(const Tensor& raw, GgmlType type, const std::vector<int64
   if (n_blocks == 0) return Tensor::zeros(shape, dtypes::float32, raw.device());
   Blocks b(raw.reshape({n_blocks, static_cast<int64_t>(f.block_bytes)}));
   return it->second(b).reshape(shape);
-}
-
-Tensor q4_k_linear_int8(const Int8Rows& x, const Tensor& raw, const Tensor& words, int64_t out,
-                        int64_t in) {
-  static_assert(kInt8Block == q4_k::kSubBlock, "one activation scale per sub-block");
-  if (in % kQK_K != 0) fail("q4_k_linear_int8: {} inputs are not a multiple of {}", in, kQK_K);
-  const int64_t per_block = q4_k::kBytes / 4, nb = in / kQK_K, n = out * nb, k4 = in / 4;
-  if (words.dtype() != dtypes::uint32 || words.numel() != n * per_block)
-    fail("q4_k_linear_int8: ({}, {}) needs {} uint32 words, got {} {}", out, in, n * per_block,
-         words.numel(), to_string(words.dtype()));
-  Blocks b(raw.reshape({n, static_cast<int64_t>(q4_k::kBytes)}));
-  // The scales as the float kernel reads them: a byte load per scale byte, bit math in int32 and
-  // one broadcast load per value from the table of 0..63. Tables indexed by the bytes themselves
-  // ran 11% slower on Zen 5 both ways tried: a float per term (two terms for sub-blocks 4..7, 24
-  // broadcast loads per super-block where scales and mins took 16 this way), and one load per
-  // scale from a 256-entry and a 1024-entry table (indexed by byte j, and by 4 * byte j+4 +
-  // (byte j-4 >> 6) for j >= 4).
-  const auto scales_mins = scales_mins_k4(b, q4_k::kScales);
-  const Tensor sc = six_bit_floats(scales_mins).first;
-  // Sub-block 2g takes the low nibbles of words 8g..8g+7, 2g+1 their high nibbles.
-  const std::vector<int64_t> dims{n, 4, 2, 8};
-  Tensor qs = words.reshape({n, per_block})
-                  .shrink({{0, n}, {4, per_block}})
-                  .reshape({n, 4, 1, 8})
-                  .expand(dims);
-  Tensor nib = (shift_upper(qs, 2, 4) & 0x0F0F0F0F).reshape({1, out, k4});
-  const int64_t rows = x.words.size(0);
-  // Per word: dot * (d * dx) * sc, the product by the scale its own multiply-add; d * dx is shared
-  // by a sub-block's 8 words.
-  Tensor dd = b.f16(q4_k::kD).reshape({1, out, nb, 1}) * x.scale.reshape({rows, 1, nb, 8});
-  dd = dd.reshape({rows, out, nb, 8, 1}).expand({rows, out, nb, 8, 8}).reshape({rows, out, k4});
-  Tensor pd = dot4(nib, x.words.reshape({rows, 1, k4})).cast(dtypes::float32) * dd;
-  Tensor sum = pd * spread(sc, 8).reshape({1, out, k4});
-  // The mins' term -dmin * m_j * sum32_j of sub-block j is placed in word j of the super-block's
-  // first sub-block and zero elsewhere (the reduce adds them all): with a sub-block's 8 words as
-  // vector lanes, the 8 mins are one vector, bit math on the 8 contiguous bytes each half of them
-  // reads and one conversion, with one multiply-add per super-block. Per word (x's level sums
-  // per word, the mins one by one like the scales) the matvec ran 15-20% slower, bound by
-  // instruction issue.
-  Tensor m = scales_mins.second.cast(dtypes::float32).reshape({1, out, nb, 8});
-  Tensor mins = -b.f16(q4_k::kDmin).reshape({1, out, nb, 1}) * m;
-  mins = (mins * x.sum32.reshape({rows, 1, nb, 8}))
-             .reshape({rows, out, nb, 1, 8})
-             .pad({{0, 0}, {0, 0}, {0, 0}, {0, 7}, {0, 0}})
-             .reshape({rows, out, k4});
-  return (sum + mins).sum({-1});
 }
 
 }  // namespace ugrad::llm

@@ -1,6 +1,6 @@
-// Int8 activations (llm/quant/int8_rows.h) against a plain per-block rounding, and the Q4_K
-// DOT4 linear (q4_k_linear_int8) against a double sum over the reference-dequantized weights and
-// the same rounded activations.
+// Int8 activations (llm/quant/int8_rows.h) against a plain per-block rounding, and the DOT4
+// linears (llm/quant/linear_int8.h) against a double sum over the reference-dequantized weights
+// and the same rounded activations.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -10,6 +10,7 @@
 #include "llm/quant/dequantize.h"
 #include "llm/quant/int8_rows.h"
 #include "llm/quant/lazy_dequant.h"
+#include "llm/quant/linear_int8.h"
 #include "llm/quant/quantize.h"
 
 using namespace ugrad;
@@ -65,6 +66,14 @@ TEST_CASE("int8 rows: levels, packed words, scales and sums of 32") {
         CAPTURE(w);
         CHECK(int(int8_t(uint32_t(words[w]) >> (8 * j))) == q[4 * w + j]);
       }
+    std::vector<float> sum16 = r.sum16.to_vector<float>();
+    REQUIRE(sum16.size() == size_t(rows * in / 16));
+    for (size_t s = 0; s < sum16.size(); ++s) {
+      int sum = 0;
+      for (size_t i = 16 * s; i < 16 * s + 16; ++i) sum += q[i];
+      CAPTURE(s);
+      CHECK(sum16[s] == doctest::Approx(scales[s * 16 / kInt8Block] * float(sum)).epsilon(1e-6));
+    }
     REQUIRE(sum32.size() == size_t(rows * in / 32));
     for (size_t s = 0; s < sum32.size(); ++s) {
       int sum = 0;
@@ -83,16 +92,32 @@ TEST_CASE("int8 rows: levels, packed words, scales and sums of 32") {
                        doctest::Contains("multiple of 32"), Error);
 }
 
-TEST_CASE("Q4_K DOT4 linear equals the dequantized weights times the rounded rows") {
-  for (auto [out, in] : {std::pair<int64_t, int64_t>{48, 768}, {300, 256}, {8, 512}}) {
+TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
+  struct Case {
+    GgmlType type;
+    int64_t out, in;
+  };
+  // Q6_K's 210-byte blocks pair up: in = 512 has one pair per row, 1536 three.
+  for (Case c : {Case{GgmlType::Q4_K, 48, 768},
+                 {GgmlType::Q4_K, 300, 256},
+                 {GgmlType::Q5_K, 40, 768},
+                 {GgmlType::Q5_K, 8, 256},
+                 {GgmlType::Q6_K, 48, 1536},
+                 {GgmlType::Q6_K, 300, 512}}) {
+    const auto [type, out, in] = c;
+    CAPTURE(format_of(type).name);
+    CAPTURE(out);
+    CAPTURE(in);
+    REQUIRE(linear_int8_supports(type, in));
     std::mt19937 rng(5);
     std::normal_distribution<float> normal(0, 0.1f);
     std::vector<float> w(out * in);
     for (float& v : w) v = normal(rng);
-    std::vector<uint8_t> bytes(row_bytes(GgmlType::Q4_K, out * in));
-    quantize(GgmlType::Q4_K, w, bytes);
+    for (int64_t i = 0; i < in; ++i) w[i] = i % 7 == 0 ? -0.9f : 0.01f;  // a row of negative peaks
+    std::vector<uint8_t> bytes(row_bytes(type, out * in));
+    quantize(type, w, bytes);
     std::vector<float> deq(w.size());
-    dequantize(GgmlType::Q4_K, bytes, deq);
+    dequantize(type, bytes, deq);
     const auto n = static_cast<int64_t>(bytes.size());
     Tensor blocks = Tensor::from_host_memory(std::as_bytes(std::span(bytes)), {n}, dtypes::uint8,
                                              "CPU", nullptr);
@@ -100,16 +125,11 @@ TEST_CASE("Q4_K DOT4 linear equals the dequantized weights times the rounded row
                                             dtypes::uint32, "CPU", nullptr);
     for (int64_t rows : {1, 2}) {
       CAPTURE(rows);
-      CAPTURE(out);
-      CAPTURE(in);
       std::vector<float> x = activations(rows, in, 7), scales;
       std::vector<int> q = levels(x, scales);
       Tensor xt = Tensor::from_vector(x, {rows, in});
       std::vector<float> got =
-          q4_k_linear_int8(quantize_rows_int8(xt), blocks, words, out, in).to_vector<float>();
-      std::vector<float> dense = round_rows_int8(xt)
-                                     .linear(dequantize_lazy(blocks, GgmlType::Q4_K, {out, in}))
-                                     .to_vector<float>();
+          linear_int8(quantize_rows_int8(xt), type, blocks, words, out, in).to_vector<float>();
       REQUIRE(got.size() == size_t(rows * out));
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t o = 0; o < out; ++o) {
@@ -121,11 +141,15 @@ TEST_CASE("Q4_K DOT4 linear equals the dequantized weights times the rounded row
           }
           CAPTURE(o);
           CHECK(std::fabs(got[r * out + o] - want) <= 1e-5 * mag + 1e-6);
-          CHECK(std::fabs(dense[r * out + o] - want) <= 1e-5 * mag + 1e-6);
         }
     }
-    CHECK_THROWS_WITH_AS(q4_k_linear_int8(quantize_rows_int8(Tensor::zeros({1, in})), blocks,
-                                          words.shrink({{0, 36}}), out, in),
+    CHECK_THROWS_WITH_AS(linear_int8(quantize_rows_int8(Tensor::zeros({1, in})), type, blocks,
+                                     words.shrink({{0, 36}}), out, in),
                          doctest::Contains("uint32 words"), Error);
   }
+  CHECK(!linear_int8_supports(GgmlType::Q6_K, 256));  // one 210-byte block per row
+  CHECK(!linear_int8_supports(GgmlType::Q8_0, 256));
+  CHECK_THROWS_WITH_AS(linear_int8(quantize_rows_int8(Tensor::zeros({1, 256})), GgmlType::Q6_K,
+                                   Tensor::zeros({210}, dtypes::uint8), Tensor(), 1, 256),
+                       doctest::Contains("Q6_K rows of 256 inputs have no int8 form"), Error);
 }

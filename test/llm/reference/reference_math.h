@@ -61,7 +61,7 @@ inline std::vector<double> round_int8(std::span<const double> x) {
 }
 
 /// A linear layer's matrix as the reference reads it: its elements, and whether the model rounds
-/// the layer's input to int8 levels first (a Q4_K layer, llm/kernels/linear.h).
+/// the layer's input to int8 levels first (a Q4_K, Q5_K or Q6_K layer, llm/kernels/linear.h).
 struct MatrixView {
   std::span<const float> w;
   bool int8_input = false;
@@ -74,7 +74,9 @@ struct Matrix {
 };
 inline Matrix decode_matrix(const GgufFile& f, const std::string& name,
                             std::vector<uint64_t> dims) {
-  return {decode(f, name, std::move(dims)), f.tensor(name).type == GgmlType::Q4_K};
+  const GgmlType t = f.tensor(name).type;
+  return {decode(f, name, std::move(dims)),
+          t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K};
 }
 inline std::vector<double> matvec(MatrixView m, std::span<const double> x, size_t out) {
   if (!m.int8_input) return matvec(m.w, x, out);

@@ -1,0 +1,47 @@
+#include "llm/quant/block_exprs.h"
+
+namespace ugrad::llm {
+
+Tensor bits(const Tensor& x, int shift, int64_t mask) {
+  return idiv(x, int64_t{1} << shift) & mask;
+}
+
+Tensor spread(const Tensor& s, int64_t per) {
+  auto d = s.dims();
+  return s.reshape({d[0], d[1], 1}).expand({d[0], d[1], per}).reshape({d[0], d[1] * per});
+}
+
+Tensor upper_half(const std::vector<int64_t>& dims, size_t axis, const std::string& device) {
+  std::vector<int64_t> half(dims.size(), 1);
+  std::vector<std::pair<int64_t, int64_t>> pads(dims.size(), {0, 0});
+  half[axis] = dims[axis] / 2;
+  pads[axis] = {dims[axis] / 2, 0};
+  return Tensor::full(half, true, dtypes::bool_, device).pad(pads).expand(dims);
+}
+
+Tensor shift_upper(const Tensor& x, size_t axis, int shift) {
+  return upper_half(x.dims(), axis, x.device()).where(idiv(x, int64_t{1} << shift), x);
+}
+
+// Read from a table: x86 converts an int to a float with two ALU uops and broadcasts it to a
+// vector with a third, while a broadcast load from a table uses no ALU port (the gather becomes
+// one load, see gather_load.h).
+std::pair<Tensor, Tensor> six_bit_floats(const std::pair<Tensor, Tensor>& ab) {
+  Tensor table = Tensor::arange(64, dtypes::float32, ab.first.device());
+  table.realize();
+  table = table.reshape({64, 1});
+  auto of = [&](const Tensor& t) { return table.embedding(t).reshape(t.dims()); };
+  return {of(ab.first), of(ab.second)};
+}
+
+std::pair<Tensor, Tensor> scales_mins_k4(const Blocks& b, size_t off) {
+  // Bit math in int32: on bytes x86 spends two more instructions per scale (a copy and a
+  // re-extension before the conversion to float).
+  auto word = [&](size_t at) { return b.bytes(at, 4).cast(dtypes::int32); };
+  Tensor lo_sc = word(off), lo_m = word(off + 4), hi = word(off + 8);
+  Tensor sc = cat({lo_sc & 63, (hi & 15) + bits(lo_sc, 6, 3) * 16}, 1);
+  Tensor m = cat({lo_m & 63, idiv(hi, 16) + bits(lo_m, 6, 3) * 16}, 1);
+  return {sc, m};
+}
+
+}  // namespace ugrad::llm

@@ -1,0 +1,56 @@
+// Lazy tensor expressions over quant blocks: the pieces the dequantizers (lazy_dequant.cpp) and
+// the int8 linears (linear_int8.cpp) read a format's bytes with.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace ugrad::llm {
+
+// Expressions over a (n_blocks, block_bytes) uint8 tensor of blocks.
+class Blocks {
+ public:
+  explicit Blocks(Tensor b) : b_(std::move(b)), n_(b_.dims()[0]) {}
+  int64_t n() const { return n_; }
+  const std::string& device() const { return b_.device(); }
+  /// Bytes [off, off+len) of every block: (n, len) uint8.
+  Tensor bytes(size_t off, int64_t len) const {
+    return b_.shrink({{0, n_}, {static_cast<int64_t>(off), static_cast<int64_t>(off) + len}});
+  }
+  /// Little-endian u16 at off: (n, 1) uint16.
+  Tensor u16(size_t off) const {
+    return bytes(off, 1).cast(dtypes::uint16) + bytes(off + 1, 1).cast(dtypes::uint16) * 256;
+  }
+  /// Little-endian u32 at off: (n, 1) uint32.
+  Tensor u32(size_t off) const {
+    Tensor v = bytes(off, 1).cast(dtypes::uint32);
+    for (int i = 1; i < 4; ++i)
+      v = v + bytes(off + i, 1).cast(dtypes::uint32) * (int64_t{1} << (8 * i));
+    return v;
+  }
+  /// fp16 at off as float32: (n, 1).
+  Tensor f16(size_t off) const { return u16(off).bitcast(dtypes::float16).cast(dtypes::float32); }
+
+ private:
+  Tensor b_;
+  int64_t n_;
+};
+
+/// (x >> shift) & mask for unsigned byte tensors, as division and remainder by powers of two.
+Tensor bits(const Tensor& x, int shift, int64_t mask);
+/// Per-element scale of a block broadcast over `per` consecutive elements: (n, k) -> (n, k*per).
+Tensor spread(const Tensor& s, int64_t per);
+/// True in the upper half of axis `axis` of `dims`, false in the lower: a padded constant, no
+/// buffer, so a per-element choice stays index math (a vector select) instead of a table load.
+Tensor upper_half(const std::vector<int64_t>& dims, size_t axis, const std::string& device);
+/// x in the lower half of `axis`, x >> shift in the upper half.
+Tensor shift_upper(const Tensor& x, size_t axis, int shift);
+/// Two int tensors of values in [0, 64) as float32, read from one table of 0..63.
+std::pair<Tensor, Tensor> six_bit_floats(const std::pair<Tensor, Tensor>& ab);
+/// Q4_K/Q5_K: the 8 six-bit scales and mins at `off` as (n, 8) int32.
+std::pair<Tensor, Tensor> scales_mins_k4(const Blocks& b, size_t off);
+
+}  // namespace ugrad::llm

@@ -1,0 +1,179 @@
+#include "llm/quant/linear_int8.h"
+
+#include "base/error.h"
+#include "llm/quant/block_exprs.h"
+#include "llm/quant/blocks.h"
+
+namespace ugrad::llm {
+namespace {
+
+constexpr int64_t kWords = kQK_K / 4;  // level words per super-block
+static_assert(kInt8Block == 32, "x's scales fall on every 8th word");
+
+// x's int8 rows over the super-blocks of a weight row (or over every other one: `parity` 0 or 1
+// of blocks taken in pairs; -1 all), each view (rows, 1, blocks, per super-block).
+struct XBlocks {
+  Tensor words;  // (.., 64) int32
+  Tensor scale;  // (.., 8) float32, per 32 values
+  Tensor sum32;  // (.., 8)
+  Tensor sum16;  // (.., 16)
+};
+
+XBlocks x_blocks(const Int8Rows& x, int64_t nb, int parity) {
+  const int64_t rows = x.words.size(0), blocks = parity < 0 ? nb : nb / 2;
+  auto view = [&](const Tensor& t, int64_t per) {
+    if (parity < 0) return t.reshape({rows, 1, nb, per});
+    return t.reshape({rows, blocks, 2, per})
+        .shrink({{0, rows}, {0, blocks}, {parity, parity + 1}, {0, per}})
+        .reshape({rows, 1, blocks, per});
+  };
+  return {view(x.words, kWords), view(x.scale, 8), view(x.sum32, 8), view(x.sum16, 16)};
+}
+
+// The sum over a K format's super-blocks, per word w: dot4(levels_w, x_w) * (d * x's scale) *
+// sub-block scale, plus the sub-blocks' constant terms (their offsets or mins times x's level
+// sums), one per sub-block. `levels` (1, out, nb, 64) uint32, `d` (1, out, nb, 1), `sc` (1, out,
+// nb, S), `constants` (rows, out, nb, S'): (rows, out, nb * 64) for a reduce over the last axis.
+Tensor k_terms(const XBlocks& x, const Tensor& levels, const Tensor& d, const Tensor& sc,
+               const Tensor& constants) {
+  const int64_t rows = x.words.size(0), out = levels.size(1), nb = levels.size(2), k4 = nb * kWords;
+  // d * dx is shared by a sub-block's 8 words; the product by the sub-block scale is its own
+  // multiply-add.
+  Tensor dd = (d * x.scale)
+                  .reshape({rows, out, nb, 8, 1})
+                  .expand({rows, out, nb, 8, 8})
+                  .reshape({rows, out, k4});
+  Tensor pd =
+      dot4(levels.reshape({1, out, k4}), x.words.reshape({rows, 1, k4})).cast(dtypes::float32) * dd;
+  // The sub-block scale per word: 8 words per scale are one lane group's broadcast load; 4 (Q6_K's
+  // sub-blocks of 16) a choice between two of them per 8 words (a gather would cost the lanes).
+  Tensor scale;
+  if (sc.size(3) == 8) {
+    scale = spread(sc.reshape({out * nb, 8}), 8);
+  } else {
+    const std::vector<int64_t> dims{out * nb, 8, 2, 4};
+    Tensor pairs = sc.reshape({out * nb, 8, 2, 1});
+    Tensor first = pairs.shrink({{0, out * nb}, {0, 8}, {0, 1}, {0, 1}}).expand(dims);
+    Tensor second = pairs.shrink({{0, out * nb}, {0, 8}, {1, 2}, {0, 1}}).expand(dims);
+    scale = upper_half(dims, 2, sc.device()).where(second, first);
+  }
+  scale = scale.reshape({1, out, k4});
+  // The S' constant terms sit in the super-block's first S' words, zero in the others (the reduce
+  // adds them all): one vector of them per super-block rather than a term per word (which ran
+  // 15-20% slower on Q4_K, bound by instruction issue).
+  const int64_t c = constants.size(3);
+  Tensor placed = constants.reshape({rows, out, nb, 1, c})
+                      .pad({{0, 0}, {0, 0}, {0, 0}, {0, kWords / c - 1}, {0, 0}})
+                      .reshape({rows, out, k4});
+  return pd * scale + placed;
+}
+
+// Q4_K and Q5_K (the same scales, mins and nibbles; Q5_K adds a fifth bit from qh): 4-bit
+// sub-block 2g takes the low nibbles of quant words 8g..8g+7, 2g+1 their high nibbles.
+Tensor k4_terms(const Int8Rows& x, GgmlType type, const Tensor& raw, const Tensor& words,
+                int64_t out, int64_t nb) {
+  const bool q5 = type == GgmlType::Q5_K;
+  const int64_t bytes = q5 ? q5_k::kBytes : q4_k::kBytes, per_block = bytes / 4, n = out * nb;
+  const int64_t qs = (q5 ? q5_k::kQs : q4_k::kQs) / 4;
+  Blocks b(raw.reshape({n, bytes}));
+  Tensor w = words.reshape({n, per_block});
+  const std::vector<int64_t> dims{n, 4, 2, 8};
+  Tensor level =
+      shift_upper(w.shrink({{0, n}, {qs, qs + 32}}).reshape({n, 4, 1, 8}).expand(dims), 2, 4) &
+      0x0F0F0F0F;
+  if (q5) {
+    // Sub-block j = 4g1 + 2g0 + h takes bit j of each qh byte: shifts chosen per bit of j.
+    const int64_t qh = q5_k::kQh / 4;
+    Tensor high = w.shrink({{0, n}, {qh, qh + 8}}).reshape({n, 1, 1, 1, 8}).expand({n, 2, 2, 2, 8});
+    high = shift_upper(shift_upper(shift_upper(high, 1, 4), 2, 2), 3, 1) & 0x01010101;
+    level = level + high.reshape(dims) * 16;
+  }
+  // The scales as the float kernel reads them: a byte load per scale byte, bit math in int32 and
+  // one broadcast load per value from the table of 0..63. Tables indexed by the bytes themselves
+  // ran 11% slower on Zen 5 both ways tried: a float per term (two terms for sub-blocks 4..7, 24
+  // broadcast loads per super-block where scales and mins took 16 this way), and one load per
+  // scale from a 256-entry and a 1024-entry table (indexed by byte j, and by 4 * byte j+4 +
+  // (byte j-4 >> 6) for j >= 4).
+  static_assert(q4_k::kScales == q5_k::kScales && q4_k::kD == q5_k::kD &&
+                q4_k::kDmin == q5_k::kDmin);
+  const auto scales_mins = scales_mins_k4(b, q4_k::kScales);
+  const Tensor sc = six_bit_floats(scales_mins).first.reshape({1, out, nb, 8});
+  // The mins' term -dmin * m_j * sum32_j of sub-block j: the 8 mins are one vector, bit math on
+  // the 8 contiguous bytes each half of them reads and one conversion.
+  const XBlocks xb = x_blocks(x, nb, -1);
+  Tensor m = scales_mins.second.cast(dtypes::float32).reshape({1, out, nb, 8});
+  Tensor mins = -b.f16(q4_k::kDmin).reshape({1, out, nb, 1}) * m * xb.sum32;
+  return k_terms(xb, level.reshape({1, out, nb, kWords}), b.f16(q4_k::kD).reshape({1, out, nb, 1}),
+                 sc, mins);
+}
+
+// Q6_K: element 128h + 32(2qhi + qlo) + l is nibble qhi of ql[64h + 32qlo + l] and bits
+// 2(2qhi + qlo).. of qh[32h + l], minus 32, times the int8 scale of its 16. A block is 210 bytes,
+// so blocks come in pairs of 105 words: the first's words are aligned, the second's start 2
+// bytes into word 52, each a funnel of two aligned words.
+Tensor q6_k_terms(const Int8Rows& x, const Tensor& raw, const Tensor& words, int64_t out,
+                  int64_t nb) {
+  const int64_t pair = 2 * q6_k::kBytes, pairs = out * nb / 2, quant_words = 48;
+  Blocks b(raw.reshape({pairs, pair}));
+  Tensor w = words.reshape({pairs, pair / 4});
+  Tensor sum;
+  for (int parity = 0; parity < 2; ++parity) {
+    Tensor q;
+    if (parity == 0) {
+      q = w.shrink({{0, pairs}, {0, quant_words}});
+    } else {
+      const int64_t at = q6_k::kBytes / 4;  // word 52: bytes 208..211, the block's first two last
+      Tensor lo = w.shrink({{0, pairs}, {at, at + quant_words}});
+      Tensor hi = w.shrink({{0, pairs}, {at + 1, at + 1 + quant_words}});
+      q = idiv(lo, int64_t{1} << 16) + (hi & 0xFFFF) * (int64_t{1} << 16);
+    }
+    const std::vector<int64_t> dims{pairs, 2, 2, 2, 8};  // (h, qhi, qlo, word of 8)
+    Tensor ql = q.shrink({{0, pairs}, {0, 32}}).reshape({pairs, 2, 1, 2, 8}).expand(dims);
+    Tensor qh = q.shrink({{0, pairs}, {32, 48}}).reshape({pairs, 2, 1, 1, 8}).expand(dims);
+    Tensor level = (shift_upper(ql, 2, 4) & 0x0F0F0F0F) +
+                   (shift_upper(shift_upper(qh, 2, 4), 3, 2) & 0x03030303) * 16;
+    const size_t base = static_cast<size_t>(parity) * q6_k::kBytes;
+    Tensor d = b.f16(base + q6_k::kD).reshape({1, out, nb / 2, 1});
+    Tensor sc = b.bytes(base + q6_k::kScales, 16)
+                    .bitcast(dtypes::int8)
+                    .cast(dtypes::float32)
+                    .reshape({1, out, nb / 2, 16});
+    const XBlocks xb = x_blocks(x, nb, parity);
+    Tensor offsets = -static_cast<double>(q6_k::kOffset) * d * sc * xb.sum16;
+    Tensor t = k_terms(xb, level.reshape({1, out, nb / 2, kWords}), d, sc, offsets);
+    sum = parity ? sum + t : t;
+  }
+  return sum;
+}
+
+}  // namespace
+
+bool int8_activations(GgmlType type) {
+  return type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K;
+}
+
+bool linear_int8_supports(GgmlType type, int64_t in) {
+  if (type == GgmlType::Q4_K || type == GgmlType::Q5_K) return in > 0 && in % kQK_K == 0;
+  if (type == GgmlType::Q6_K) return in > 0 && in % (2 * kQK_K) == 0;
+  return false;
+}
+
+Tensor linear_int8(const Int8Rows& x, GgmlType type, const Tensor& raw, const Tensor& words,
+                   int64_t out, int64_t in) {
+  const QuantFormat& f = format_of(type);
+  if (!linear_int8_supports(type, in))
+    fail("linear_int8: {} rows of {} inputs have no int8 form", f.name, in);
+  const int64_t nb = in / kQK_K, bytes = out * nb * static_cast<int64_t>(f.block_bytes);
+  if (raw.dtype() != dtypes::uint8 || raw.numel() != bytes || words.dtype() != dtypes::uint32 ||
+      words.numel() * 4 != bytes)
+    fail("linear_int8: {} ({}, {}) needs {} bytes as uint8 and uint32 words, got {} {} and {} {}",
+         f.name, out, in, bytes, raw.numel(), to_string(raw.dtype()), words.numel(),
+         to_string(words.dtype()));
+  if (x.words.ndim() != 2 || x.words.size(1) * 4 != in)
+    fail("linear_int8: {} inputs, x has {}", in, shape_str(x.words.shape()));
+  Tensor terms = type == GgmlType::Q6_K ? q6_k_terms(x, raw, words, out, nb)
+                                        : k4_terms(x, type, raw, words, out, nb);
+  return terms.sum({-1});
+}
+
+}  // namespace ugrad::llm

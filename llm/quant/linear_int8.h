@@ -1,0 +1,29 @@
+// Quantized linears as int8 dot products (DOT4: x86 vpdpbusd) of a few rows of int8 activations
+// (llm/quant/int8_rows.h) with the weight's quants unpacked 4 per 32-bit word, scaled per
+// sub-block in float: the lazy form of a decode step's product on CPUs with int8 dot products.
+// The K formats' levels are unsigned (Q4_K, Q5_K: 0..31 with a min per sub-block; Q6_K: 0..63,
+// offset by 32), each offset a term per sub-block over x's level sums.
+#pragma once
+#include <cstdint>
+
+#include "llm/quant/formats.h"
+#include "llm/quant/int8_rows.h"
+#include "tensor/tensor.h"
+
+namespace ugrad::llm {
+
+/// Whether linear_int8 takes a `type` weight with rows of `in` elements: Q4_K and Q5_K with `in`
+/// a multiple of 256, Q6_K a multiple of 512 (its 210-byte blocks pair up into whole words).
+bool linear_int8_supports(GgmlType type, int64_t in);
+
+/// Whether a linear of `type` takes its input rounded to int8 levels (llm/quant/int8_rows.h) on
+/// every path, whatever kernel runs it: the formats with an int8 form (Q4_K, Q5_K, Q6_K), so that
+/// a model computes the same products in a decode step and in a prefill chunk.
+bool int8_activations(GgmlType type);
+
+/// x's rows times the transpose of the (out, in) `type` weight, (rows, out) float32. `raw` holds
+/// the blocks as uint8, `words` the same memory as uint32; errors name the type and sizes.
+Tensor linear_int8(const Int8Rows& x, GgmlType type, const Tensor& raw, const Tensor& words,
+                   int64_t out, int64_t in);
+
+}  // namespace ugrad::llm
