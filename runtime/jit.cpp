@@ -17,7 +17,7 @@ namespace {
 thread_local CaptureScope* g_capture = nullptr;
 }
 
-CaptureScope::CaptureScope() {
+CaptureScope::CaptureScope(bool run) : run(run) {
   if (g_capture) fail("JIT: a capture is already running on this thread (nested JITs)");
   g_capture = this;
 }
@@ -144,36 +144,46 @@ std::vector<UOp> GraphJit::operator()(const std::vector<UOp>& inputs) {
   const VarVals& vars = read.second;
   int64_t call = calls_++;
   if (call == 0 || knob_int(Knob::JIT) == 0) return realize(fn_(inputs));
-  if (call == 1) {
-    std::vector<UOp> outs;
-    std::vector<ExecItem> captured;
-    const int64_t first_new_buffer = next_buffer_id();
-    {
-      CaptureScope capture;
-      outs = realize(fn_(inputs));
-      captured = std::move(capture.items);
-    }
-    for (const ExecItem& item : captured) {
-      if (!item.program) continue;
-      for (const UOp& v : item.program->source().vars)
-        if (std::none_of(vars.begin(), vars.end(),
-                         [&](auto& kv) { return kv.first == v.arg_as<ParamArg>().name; }))
-          fail("{}: kernel {} reads variable '{}', which is not an input; pass it bound as one",
-               name_, item.program->source().name, v.arg_as<ParamArg>().name);
-    }
-    plan_launches(captured, outs, in_bufs, first_new_buffer);
-    signature_.clear();
-    for (const UOp& in : inputs) signature_.push_back(signature_of(in));
-    outputs_ = unbind_variables(outs).first;
-    if (debug_level() >= 1)
-      fmt::print(stderr, "{}: captured {} kernels with {} inputs\n", name_, launches_.size(),
-                 inputs.size());
-    return outs;
-  }
+  if (call == 1) return capture(inputs, in_bufs, vars, true);
   replay(in_bufs, vars);
   std::vector<UOp> outs;
   for (const UOp& o : outputs_) outs.push_back(rebind_variables(o, vars));
   return outs;
+}
+
+std::vector<UOp> GraphJit::capture(const std::vector<UOp>& inputs, const std::vector<UOp>& in_bufs,
+                                   const VarVals& vars, bool run) {
+  std::vector<UOp> outs;
+  std::vector<ExecItem> captured;
+  const int64_t first_new_buffer = next_buffer_id();
+  {
+    CaptureScope capture(run);
+    outs = realize(fn_(inputs));
+    captured = std::move(capture.items);
+  }
+  for (const ExecItem& item : captured) {
+    if (!item.program) continue;
+    for (const UOp& v : item.program->source().vars)
+      if (std::none_of(vars.begin(), vars.end(),
+                       [&](auto& kv) { return kv.first == v.arg_as<ParamArg>().name; }))
+        fail("{}: kernel {} reads variable '{}', which is not an input; pass it bound as one",
+             name_, item.program->source().name, v.arg_as<ParamArg>().name);
+  }
+  plan_launches(captured, outs, in_bufs, first_new_buffer);
+  signature_.clear();
+  for (const UOp& in : inputs) signature_.push_back(signature_of(in));
+  outputs_ = unbind_variables(outs).first;
+  if (debug_level() >= 1)
+    fmt::print(stderr, "{}: captured {} kernels with {} inputs\n", name_, launches_.size(),
+               inputs.size());
+  return outs;
+}
+
+void GraphJit::capture_without_running(const std::vector<UOp>& inputs) {
+  if (calls_ > 0 || knob_int(Knob::JIT) == 0) return;
+  const auto [in_bufs, vars] = read_inputs(inputs);
+  capture(inputs, in_bufs, vars, false);
+  calls_ = 2;
 }
 
 // Turns the captured launches into replayable ones. Buffers the capture created for itself

@@ -1,13 +1,14 @@
 // The JIT: capture the kernels a function of tensors launches, then replay them.
 //
 // Call 0 runs the function eagerly; call 1 runs it again while capturing every kernel launch
-// (program, buffers); later calls replay those launches with the inputs' buffers swapped in and the
-// values of the input variables, with no scheduling and no compiling. Inputs are realized tensors
-// and bound variables (schedule/schedule.h); every variable a captured kernel reads must be one of
-// the inputs. Outputs of a replay are the buffers
-// captured at call 1, overwritten on every call. Buffers the capture call created for itself and
-// that a kernel writes before any reads them (intermediates) share one arena planned by lifetime;
-// a buffer the function creates and fills from the host (a constant) is kept as it is.
+// (program, buffers; or a capture without running stands for both calls); later calls replay those
+// launches with the inputs' buffers swapped in and the values of the input variables, with no
+// scheduling and no compiling. Inputs are realized tensors and bound variables
+// (schedule/schedule.h); every variable a captured kernel reads must be one of the inputs. Outputs
+// of a replay are the buffers captured at call 1, overwritten on every call. Buffers the capture
+// call created for itself and that a kernel writes before any reads them (intermediates) share one
+// arena planned by lifetime; a buffer the function creates and fills from the host (a constant) is
+// kept as it is.
 #pragma once
 #include <functional>
 #include <memory>
@@ -43,15 +44,17 @@ void print_kernel_line(const Device& device, std::string_view label, const Kerne
 void print_copy_line(const std::string& device, size_t bytes, const std::string& from,
                      double seconds);
 
-/// While alive on a thread, records every launch realize() makes on that thread. Nesting is an
-/// Error.
+/// While alive on a thread, records every launch realize() makes on that thread; with `run`
+/// false the programs are compiled and recorded but not run (copies still run), so the values
+/// they would compute are undefined. Nesting is an Error.
 class CaptureScope {
  public:
-  CaptureScope();
+  explicit CaptureScope(bool run = true);
   ~CaptureScope();
   CaptureScope(const CaptureScope&) = delete;
   CaptureScope& operator=(const CaptureScope&) = delete;
   std::vector<ExecItem> items;
+  const bool run;
   /// The capture active on this thread, or nullptr.
   static CaptureScope* current();
 };
@@ -77,6 +80,12 @@ class GraphJit {
   /// Calls the function (eagerly, capturing, or by replay); returns realized outputs, their
   /// symbolic shapes bound to this call's variables.
   std::vector<UOp> operator()(const std::vector<UOp>& inputs);
+  /// Captures the function's launches for `inputs` as a call would, compiling every program but
+  /// running none (the values it would compute, the writes it would make, are not made): the
+  /// next call replays. It skips the eager call, so the function must create no state of its
+  /// own on a first call (such a buffer would be planned as an intermediate). Once called, or
+  /// with JIT=0, it does nothing.
+  void capture_without_running(const std::vector<UOp>& inputs);
   int64_t calls() const { return calls_; }
   /// Number of kernels captured (0 before the capture call).
   size_t captured_kernels() const { return launches_.size(); }
@@ -97,6 +106,9 @@ class GraphJit {
   };
   void plan_launches(const std::vector<ExecItem>& captured, const std::vector<UOp>& outs,
                      const std::vector<UOp>& in_bufs, int64_t first_new_buffer);
+  /// The capture call: the function realized while recording its launches (run or not).
+  std::vector<UOp> capture(const std::vector<UOp>& inputs, const std::vector<UOp>& in_bufs,
+                           const VarVals& vars, bool run);
   void replay(const std::vector<UOp>& in_bufs, const VarVals& vars);
   /// Checks the inputs against the capture's; returns their buffers and variable values.
   std::pair<std::vector<UOp>, VarVals> read_inputs(const std::vector<UOp>& inputs) const;

@@ -171,7 +171,10 @@ std::vector<UOp> realize(std::span<const UOp> bound_roots) {
     if (jit_stats().compiles != compiled && compile_observer())
       compile_observer()({static_cast<int64_t>(i + 1), static_cast<int64_t>(sched.items.size()),
                           jit_stats().compiles, jit_stats().compile_seconds});
-    if (CaptureScope* capture = CaptureScope::current()) capture->items.push_back(exec);
+    if (CaptureScope* capture = CaptureScope::current()) {
+      capture->items.push_back(exec);
+      if (!capture->run && exec.program) continue;
+    }
     auto t0 = std::chrono::steady_clock::now();
     run_exec_item(exec, var_vals);
     if (debug_level() >= 2) {

@@ -42,6 +42,36 @@ void ChunkedModel::prefill(std::span<const int32_t> tokens, int64_t start_pos) {
   run(tokens, start_pos, false);
 }
 
+ChunkedModel::Step& ChunkedModel::step(int64_t rows, bool head) {
+  Step& step = steps_[{rows, head}];
+  if (step.jit) return step;
+  step.chunk = make_chunk(rows, max_context_);
+  step.jit = std::make_unique<GraphJit>(
+      [this, rows, head](const std::vector<UOp>& in) {
+        const Chunk c = Chunk::from_variables(rows, {in.begin() + 3, in.end()});
+        Tensor x =
+            layers(Tensor(in[0], device_), Tensor(in[1], device_), Tensor(in[2], device_), c);
+        // Materialized: the norm's two kernels would each recompute the last block's output.
+        Tensor last = x.shrink_to({{c.len - 1, c.len}, {dim(0), dim(config_.dim)}}).contiguous();
+        if (!head) return std::vector<UOp>{last.node()};
+        return std::vector<UOp>{output_(pre_norm(last, output_norm_, config_.rms_eps)).node()};
+      },
+      fmt::format("{} {} rows={}", name_, head ? "forward" : "prefill", rows));
+  return step;
+}
+
+std::vector<UOp> ChunkedModel::inputs(const Step& step, std::span<const int32_t> tokens,
+                                      int64_t start_pos) {
+  const int64_t rows = step.chunk.rows, n = static_cast<int64_t>(tokens.size());
+  Tensor x = embed_rows(*weights_.token_embd, tokens, rows, device_);
+  auto [cos, sin] = rope_tables(start_pos, rows, config_.n_rot, config_.rope_theta, device_);
+  Tensor inputs[] = {x, cos, sin};
+  Tensor::realize_all(inputs);
+  std::vector<UOp> in{x.node(), cos.node(), sin.node()};
+  for (const UOp& v : step.chunk.bind(start_pos, n).variables()) in.push_back(v);
+  return in;
+}
+
 Tensor ChunkedModel::run(std::span<const int32_t> tokens, int64_t start_pos, bool logits) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   if (n == 0) fail("forward: no tokens");
@@ -51,29 +81,17 @@ Tensor ChunkedModel::run(std::span<const int32_t> tokens, int64_t start_pos, boo
          max_context_);
   const int64_t rows = n == 1 ? 1 : kMaxChunk;
   const bool head = logits || rows == 1;  // one decode graph: a 1-token chunk makes logits anyway
-  Step& step = steps_[{rows, head}];
-  if (!step.jit) {
-    step.chunk = make_chunk(rows, max_context_);
-    step.jit = std::make_unique<GraphJit>(
-        [this, rows, head](const std::vector<UOp>& in) {
-          const Chunk c = Chunk::from_variables(rows, {in.begin() + 3, in.end()});
-          Tensor x =
-              layers(Tensor(in[0], device_), Tensor(in[1], device_), Tensor(in[2], device_), c);
-          // Materialized: the norm's two kernels would each recompute the last block's output.
-          Tensor last = x.shrink_to({{c.len - 1, c.len}, {dim(0), dim(config_.dim)}}).contiguous();
-          if (!head) return std::vector<UOp>{last.node()};
-          return std::vector<UOp>{output_(pre_norm(last, output_norm_, config_.rms_eps)).node()};
-        },
-        fmt::format("{} {} rows={}", name_, head ? "forward" : "prefill", rows));
+  Step& s = step(rows, head);
+  return Tensor((*s.jit)(inputs(s, tokens, start_pos))[0], device_);
+}
+
+void ChunkedModel::prepare() {
+  const int32_t token = 0;
+  for (auto [rows, head] :
+       {std::pair<int64_t, bool>{kMaxChunk, false}, {kMaxChunk, true}, {1, true}}) {
+    Step& s = step(rows, head);
+    s.jit->capture_without_running(inputs(s, std::span(&token, 1), 0));
   }
-  Tensor x = embed_rows(*weights_.token_embd, tokens, rows, device_);
-  auto [cos, sin] = rope_tables(start_pos, rows, config_.n_rot, config_.rope_theta, device_);
-  Tensor inputs[] = {x, cos, sin};
-  Tensor::realize_all(inputs);
-  std::vector<UOp> in{x.node(), cos.node(), sin.node()};
-  for (const UOp& v : step.chunk.bind(start_pos, n).variables()) in.push_back(v);
-  std::vector<UOp> out = (*step.jit)(in);
-  return Tensor(out[0], device_);
 }
 
 }  // namespace ugrad::llm

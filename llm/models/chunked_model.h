@@ -26,6 +26,7 @@ class ChunkedModel : public LanguageModel {
   /// call, capturing on the second, replaying after). See LanguageModel::forward.
   Tensor forward(std::span<const int32_t> tokens, int64_t start_pos) final;
   void prefill(std::span<const int32_t> tokens, int64_t start_pos) final;
+  void prepare() final;
   const ModelConfig& config() const final { return config_; }
   int64_t max_context() const final { return max_context_; }
   const std::string& device() const final { return device_; }
@@ -59,6 +60,10 @@ class ChunkedModel : public LanguageModel {
     Chunk chunk;
     std::unique_ptr<GraphJit> jit;
   };
+  /// The graph for `rows` rows (1 or kMaxChunk), with or without the output head.
+  Step& step(int64_t rows, bool head);
+  /// The step's inputs for `tokens` at start_pos: embedded rows, RoPE tables, bound variables.
+  std::vector<UOp> inputs(const Step& step, std::span<const int32_t> tokens, int64_t start_pos);
   /// Runs the chunk through the graph for its row count, with or without the output head; returns
   /// the graph's output (the logits, or the last hidden row).
   Tensor run(std::span<const int32_t> tokens, int64_t start_pos, bool logits);

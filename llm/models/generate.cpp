@@ -9,14 +9,8 @@ namespace ugrad::llm {
 
 double Generator::warm_up(const SamplingOptions& sampling) {
   auto t0 = std::chrono::steady_clock::now();
-  const int32_t dummy[] = {0, 0};
-  for (int i = 0; i < 2; ++i) {
-    model_.prefill(dummy, 0);
-    model_.forward(dummy, 0);
-    model_.forward(std::span(dummy).first(1), 0);
-  }
+  model_.prepare();
   Sampler(sampling, model_.device()).warm_up(model_.config().vocab_size);
-  cached_.clear();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 

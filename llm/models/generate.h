@@ -34,9 +34,9 @@ class Generator {
   /// A prompt longer than the model's context is an Error.
   GenerateResult generate(std::span<const int32_t> prompt, const GenerateOptions& options,
                           const std::function<bool(int32_t)>& on_token = {});
-  /// Runs the prefill and the decode graph twice each (eager, capture) on dummy tokens, and the
-  /// sampler's graph for these options, so later calls only replay; then forgets the tokens.
-  /// Returns the seconds it took.
+  /// Captures the model's prefill and decode graphs without running them (LanguageModel::prepare)
+  /// and runs the sampler's graph for these options, so later calls only replay. Returns the
+  /// seconds it took.
   double warm_up(const SamplingOptions& sampling = {});
   /// Tokens whose keys and values are in the cache.
   const std::vector<int32_t>& cached_tokens() const { return cached_; }

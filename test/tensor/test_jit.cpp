@@ -78,3 +78,36 @@ TEST_CASE("causal attention with symbolic T and start_pos: one capture, replay e
   CHECK(jit.graph().calls() == calls);
   CHECK(jit.graph().captured_kernels() >= 1);
 }
+
+TEST_CASE("capture_without_running compiles and records but runs nothing; calls then replay") {
+  // acc += 2x + 1 through a materialized intermediate: a write to a buffer the function does
+  // not own, which a run would show.
+  Tensor acc = Tensor::zeros({4}).contiguous();
+  acc.realize();
+  GraphJit jit(
+      [&](const std::vector<UOp>& in) {
+        Tensor doubled = (Tensor(in[0], "CPU") * 2).contiguous();
+        acc.assign(acc + doubled + 1).realize();
+        return std::vector<UOp>{acc.node()};
+      },
+      "dry");
+  auto input = [](std::vector<float> v) {
+    Tensor x = Tensor::from_vector(v, {4});
+    x.realize();
+    return x.node();
+  };
+  jit.capture_without_running({input({5, 5, 5, 5})});
+  CHECK(acc.to_vector<float>() == std::vector<float>{0, 0, 0, 0});
+  CHECK(jit.calls() == 2);
+  CHECK(jit.captured_kernels() >= 2);
+  const JitStats before = jit_stats();
+  jit({input({1, 2, 3, 4})});
+  CHECK(jit_stats().schedules == before.schedules);
+  CHECK(jit_stats().compiles == before.compiles);
+  CHECK(acc.to_vector<float>() == std::vector<float>{3, 5, 7, 9});
+  jit({input({0, 0, 1, 1})});
+  CHECK(acc.to_vector<float>() == std::vector<float>{4, 6, 10, 12});
+  // Once called, it does nothing.
+  jit.capture_without_running({input({9, 9, 9, 9})});
+  CHECK(acc.to_vector<float>() == std::vector<float>{4, 6, 10, 12});
+}

@@ -354,6 +354,21 @@ TEST_CASE("after warm-up, prefill and decode calls neither schedule nor compile"
   CHECK(rel_err(replayed, want) < 1e-4);
 }
 
+TEST_CASE("prepare: every call replays, with the logits of a model that ran eagerly") {
+  GgufFile file = demo(GgmlType::Q4_K, 5);
+  Qwen35Model prepared(file, 64, "CPU"), eager(file, 64, "CPU");
+  prepared.prepare();
+  std::vector<int32_t> prompt = long_prompt(12);
+  JitStats before = jit_stats();
+  std::vector<float> got = logits(prepared, std::span(prompt).first(11), 0);
+  got = logits(prepared, std::span(prompt).subspan(11, 1), 11);
+  CHECK(jit_stats().schedules == before.schedules);
+  CHECK(jit_stats().compiles == before.compiles);
+  std::vector<float> want = logits(eager, std::span(prompt).first(11), 0);
+  want = logits(eager, std::span(prompt).subspan(11, 1), 11);
+  CHECK(got == want);
+}
+
 TEST_CASE("position 0 starts over from zeroed states, whatever the buffers hold") {
   GgufFile file = demo(GgmlType::F32, 4);
   Qwen35Model model(file, 32, "CPU");
