@@ -158,6 +158,9 @@ std::optional<std::vector<Opt>> lane_opts(const UOp& ast, const std::vector<UOp>
         chosen_ungated = true;
         chosen_divmods = divmods;
       }
+      // Counts come fewest first: an ungated one without divisions cannot be beaten (each
+      // expansion tried costs a large kernel's compile tens of milliseconds).
+      if (chosen_ungated && chosen_divmods == 0) break;
     }
     if (!chosen) return std::nullopt;
     opts.insert(opts.end(), chosen->begin(), chosen->end());

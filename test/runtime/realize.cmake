@@ -1,3 +1,7 @@
 ugrad_test(test_realize
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_realize.cpp
   DEPS ugrad_runtime)
+
+ugrad_test(test_opts_memo
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_opts_memo.cpp
+  DEPS ugrad_runtime)

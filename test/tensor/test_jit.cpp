@@ -79,7 +79,7 @@ TEST_CASE("causal attention with symbolic T and start_pos: one capture, replay e
   CHECK(jit.graph().captured_kernels() >= 1);
 }
 
-TEST_CASE("capture_without_running compiles and records but runs nothing; calls then replay") {
+TEST_CASE("capture_without_running compiles and records but runs nothing, calls then replay") {
   // acc += 2x + 1 through a materialized intermediate: a write to a buffer the function does
   // not own, which a run would show.
   Tensor acc = Tensor::zeros({4}).contiguous();
