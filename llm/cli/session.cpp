@@ -52,11 +52,13 @@ const Device& cli_device(const CliOptions& o) {
 Session::Session(const std::string& path, const CliOptions& o,
                  std::chrono::steady_clock::time_point t0, bool quiet)
     : file(open_with_progress(path, o, quiet)),
-      tokenizer(vocab_from_gguf(file)),
+      building_tokenizer_(
+          std::async(std::launch::async, [this] { return BpeTokenizer(vocab_from_gguf(file)); })),
       model(load_model(file, o.max_context, o.device)),
       generator(*model),
       load_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()),
-      warmup_seconds(warm_up_with_progress(generator, o.sampling, quiet)) {}
+      warmup_seconds(warm_up_with_progress(generator, o.sampling, quiet)),
+      tokenizer(building_tokenizer_.get()) {}
 
 ChatTemplate Session::chat_template() const {
   return chat_template_for_pre(tokenizer.pre_tokenizer().name());

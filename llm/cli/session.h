@@ -2,6 +2,7 @@
 // generator, warmed up so that the first request only replays captured graphs.
 #pragma once
 #include <chrono>
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,15 +21,20 @@ const Device& cli_device(const CliOptions& o);
 
 struct Session {
   GgufFile file;
-  BpeTokenizer tokenizer;
+
+ private:
+  std::future<BpeTokenizer> building_tokenizer_;  // built on a thread beside the model's load
+
+ public:
   std::unique_ptr<LanguageModel> model;
   Generator generator;
-  double load_seconds;
+  double load_seconds;  // the file and the model
   double warmup_seconds;
+  BpeTokenizer tokenizer;
 
-  /// Loads the file at `path` (t0: when the process started, for load_seconds) and warms up. On a
-  /// terminal, unless `quiet`, a status line on stderr shows the bytes read and the kernels
-  /// compiled.
+  /// Loads the file at `path` (t0: when the process started, for load_seconds) and warms up,
+  /// building the tokenizer meanwhile on another thread. On a terminal, unless `quiet`, a status
+  /// line on stderr shows the bytes read and the kernels compiled.
   Session(const std::string& path, const CliOptions& o, std::chrono::steady_clock::time_point t0,
           bool quiet);
 
