@@ -227,17 +227,43 @@ std::vector<std::string> codegen_pass_names(const CodegenTarget& target) {
   return names;
 }
 
+namespace {
+
+// The buffers and variables of the kernel's signature.
+void fill_signature(KernelSource& ks, const UOp& kernel, const KernelSignature& sig) {
+  for (const UOp& b : sig.buffers)
+    ks.buffers.push_back({b.dtype().base(), b.arg_as<ParamArg>().hi, false});
+  for (const UOp& s : kernel.src())
+    ks.buffers[s.src(0).src(0).arg_as<ParamArg>().slot].written = true;
+  ks.vars = sig.vars;
+}
+
+}  // namespace
+
+StoredKernel stored_kernel(const KernelSource& ks) {
+  return {ks.name, ks.entry, ks.src, ks.opts, ks.cpu_threads};
+}
+
+KernelSource restore_kernel(const UOp& kernel, const StoredKernel& stored) {
+  check_ast(kernel);
+  KernelSource ks;
+  fill_signature(ks, kernel, signature(kernel));
+  ks.name = unique_name(stored.name, kernel.hash());
+  ks.entry = stored.entry;
+  ks.src = stored.src;
+  ks.opts = stored.opts;
+  ks.opts_desc = to_string(ks.opts);
+  ks.cpu_threads = stored.cpu_threads;
+  return ks;
+}
+
 KernelSource codegen(const UOp& kernel, const CodegenTarget& target,
                      const CodegenOptions& options) {
   check_ast(kernel);
   const int debug = debug_level();
   KernelSource ks;
   KernelSignature sig = signature(kernel);
-  for (const UOp& b : sig.buffers)
-    ks.buffers.push_back({b.dtype().base(), b.arg_as<ParamArg>().hi, false});
-  for (const UOp& s : kernel.src())
-    ks.buffers[s.src(0).src(0).arg_as<ParamArg>().slot].written = true;
-  ks.vars = sig.vars;
+  fill_signature(ks, kernel, sig);
 
   // A named AST is hand-written (kernel_builder.h): its schedule is the author's, not the
   // heuristics'.

@@ -73,4 +73,18 @@ std::vector<std::string> codegen_pass_names(const CodegenTarget& target);
 /// Lowers the kernel AST `ast` (a SINK of STOREs, see above) to LLVM IR for `target`.
 KernelSource codegen(const UOp& ast, const CodegenTarget& target, const CodegenOptions& opts = {});
 
+/// What a CPU KernelSource keeps that only codegen makes, for a cache of them across processes
+/// (runtime/kernel_memo.h); the rest is read from the AST again.
+struct StoredKernel {
+  std::string name, entry, src;
+  std::vector<Opt> opts;
+  int64_t cpu_threads = 1;
+  friend bool operator==(const StoredKernel&, const StoredKernel&) = default;
+};
+StoredKernel stored_kernel(const KernelSource& ks);
+/// The KernelSource codegen made for `ast` in an earlier process (a CPU target): buffers and
+/// variables from the AST, the name made unique in this process; no cost estimates (DEBUG=2
+/// needs codegen's). An Error when the AST's buffers do not fit the entry.
+KernelSource restore_kernel(const UOp& ast, const StoredKernel& stored);
+
 }  // namespace ugrad

@@ -16,8 +16,7 @@
 #include "runtime/compile_observer.h"
 #include "runtime/device.h"
 #include "runtime/jit.h"
-#include "runtime/opts_memo.h"
-#include "runtime/program_cache.h"
+#include "runtime/kernel_memo.h"
 #include "schedule/schedule.h"
 #include "uop/alu.h"
 #include "uop/symbolic.h"
@@ -49,21 +48,6 @@ struct BufferRegistry {
 };
 
 // Compiled programs by (device, kernel AST): each kernel is generated and loaded once.
-// codegen with the heuristics' choice remembered across processes (runtime/opts_memo.h).
-KernelSource codegen_remembering_opts(const UOp& ast, const CodegenTarget& target) {
-  if (knob_int(Knob::NOOPT) != 0) return codegen(ast, target);
-  ProgramCache& cache = ProgramCache::instance();
-  if (std::optional<ChosenOpts> chosen = remembered_opts(cache, ast, target, 0)) {
-    try {
-      return codegen(ast, target, {.opts = chosen->opts, .gpu_opts = chosen->gpu_opts});
-    } catch (const Error&) {  // another AST's choice under a colliding hash: choose afresh
-    }
-  }
-  KernelSource ks = codegen(ast, target);
-  remember_opts(cache, ast, target, 0, {ks.opts, ks.gpu_opts});
-  return ks;
-}
-
 std::shared_ptr<Program> program_for(Device& device, const UOp& ast) {
   static std::mutex mutex;
   static std::map<std::pair<std::string, UOp>, std::shared_ptr<Program>> programs;
@@ -73,7 +57,7 @@ std::shared_ptr<Program> program_for(Device& device, const UOp& ast) {
   ++jit_stats().compiles;
   const auto t0 = std::chrono::steady_clock::now();
   verify_if_enabled(ast, "kernel AST");
-  std::shared_ptr<Program> p = device.compile(codegen_remembering_opts(ast, device.target()));
+  std::shared_ptr<Program> p = device.compile(remembered_codegen(ast, device.target()));
   jit_stats().compile_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   programs.emplace(key, p);
