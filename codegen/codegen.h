@@ -82,9 +82,9 @@ struct StoredKernel {
   friend bool operator==(const StoredKernel&, const StoredKernel&) = default;
 };
 StoredKernel stored_kernel(const KernelSource& ks);
-/// The KernelSource codegen made for `ast` in an earlier process (a CPU target): buffers and
-/// variables from the AST, the name made unique in this process; no cost estimates (DEBUG=2
-/// needs codegen's). An Error when the AST's buffers do not fit the entry.
+/// The KernelSource codegen made for `ast` in an earlier process (a CPU target), from what it
+/// stored: buffers and variables read from the AST again, the name made unique in this process;
+/// no cost estimates (DEBUG=2 needs codegen's).
 KernelSource restore_kernel(const UOp& ast, const StoredKernel& stored);
 
 }  // namespace ugrad

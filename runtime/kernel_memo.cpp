@@ -161,28 +161,41 @@ std::optional<RememberedKernel> parse_kernel(std::string_view text) {
   return k;
 }
 
-std::optional<RememberedKernel> remembered_kernel(ProgramCache& cache, const UOp& ast,
-                                                  const CodegenTarget& target,
-                                                  int64_t max_threads) {
+namespace {
+
+std::optional<RememberedKernel> read_entry(ProgramCache& cache, const std::string& key) {
   if (codegen_build().empty()) return std::nullopt;  // no build id: nothing tells builds apart
-  std::optional<Bytes> bytes = cache.get(key_of(ast, target, max_threads));
+  std::optional<Bytes> bytes = cache.get(key);
   if (!bytes) return std::nullopt;
   return parse_kernel(
       std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
 }
 
-void remember_kernel(ProgramCache& cache, const UOp& ast, const CodegenTarget& target,
-                     int64_t max_threads, const RememberedKernel& k) {
+void write_entry(ProgramCache& cache, const std::string& key, const RememberedKernel& k) {
   if (codegen_build().empty()) return;
   const std::string text = serialize_kernel(k);
-  cache.put(key_of(ast, target, max_threads), Bytes(text.begin(), text.end()));
+  cache.put(key, Bytes(text.begin(), text.end()));
+}
+
+}  // namespace
+
+std::optional<RememberedKernel> remembered_kernel(ProgramCache& cache, const UOp& ast,
+                                                  const CodegenTarget& target,
+                                                  int64_t max_threads) {
+  return read_entry(cache, key_of(ast, target, max_threads));
+}
+
+void remember_kernel(ProgramCache& cache, const UOp& ast, const CodegenTarget& target,
+                     int64_t max_threads, const RememberedKernel& k) {
+  write_entry(cache, key_of(ast, target, max_threads), k);
 }
 
 KernelSource remembered_codegen(const UOp& ast, const CodegenTarget& target) {
   if (knob_int(Knob::NOOPT) != 0) return codegen(ast, target);
   ProgramCache& cache = ProgramCache::instance();
+  const std::string key = key_of(ast, target, 0);
   const bool whole = !target.is_gpu && debug_level() < 2;
-  if (std::optional<RememberedKernel> k = remembered_kernel(cache, ast, target, 0)) {
+  if (std::optional<RememberedKernel> k = read_entry(cache, key)) {
     try {
       if (whole && k->kernel) return restore_kernel(ast, *k->kernel);
       return codegen(ast, target, {.opts = k->opts, .gpu_opts = k->gpu_opts});
@@ -192,7 +205,7 @@ KernelSource remembered_codegen(const UOp& ast, const CodegenTarget& target) {
   KernelSource ks = codegen(ast, target);
   RememberedKernel k{ks.opts, ks.gpu_opts, std::nullopt};
   if (!target.is_gpu) k.kernel = stored_kernel(ks);
-  remember_kernel(cache, ast, target, 0, k);
+  write_entry(cache, key, k);
   return ks;
 }
 
