@@ -59,27 +59,24 @@ TEST_CASE("int8 rows: levels, packed words, scales and sums of 32") {
     Tensor t = Tensor::from_vector(x, {rows, in});
     Int8Rows r = quantize_rows_int8(t);
     std::vector<int32_t> words = r.words.to_vector<int32_t>();
-    std::vector<float> scale = r.scale.to_vector<float>(), sum32 = r.sum32.to_vector<float>();
+    std::vector<float> scale = r.scale.to_vector<float>();
     REQUIRE(words.size() == size_t(rows * in / 4));
     for (size_t w = 0; w < words.size(); ++w)
       for (int j = 0; j < 4; ++j) {
         CAPTURE(w);
         CHECK(int(int8_t(uint32_t(words[w]) >> (8 * j))) == q[4 * w + j]);
       }
-    std::vector<float> sum16 = r.sum16.to_vector<float>();
-    REQUIRE(sum16.size() == size_t(rows * in / 16));
-    for (size_t s = 0; s < sum16.size(); ++s) {
-      int sum = 0;
-      for (size_t i = 16 * s; i < 16 * s + 16; ++i) sum += q[i];
-      CAPTURE(s);
-      CHECK(sum16[s] == doctest::Approx(scales[s * 16 / kInt8Block] * float(sum)).epsilon(1e-6));
-    }
-    REQUIRE(sum32.size() == size_t(rows * in / 32));
-    for (size_t s = 0; s < sum32.size(); ++s) {
-      int sum = 0;
-      for (size_t i = 32 * s; i < 32 * s + 32; ++i) sum += q[i];
-      CAPTURE(s);
-      CHECK(sum32[s] == doctest::Approx(scales[s * 32 / kInt8Block] * float(sum)).epsilon(1e-6));
+    // sumN: the scale times the sum of each N consecutive levels.
+    for (auto [per, sums] : {std::pair{size_t{16}, r.sum16}, {size_t{32}, r.sum32}}) {
+      std::vector<float> got = sums.to_vector<float>();
+      REQUIRE(got.size() == size_t(rows * in) / per);
+      for (size_t s = 0; s < got.size(); ++s) {
+        int sum = 0;
+        for (size_t i = per * s; i < per * s + per; ++i) sum += q[i];
+        CAPTURE(per);
+        CAPTURE(s);
+        CHECK(got[s] == doctest::Approx(scales[s * per / kInt8Block] * float(sum)).epsilon(1e-6));
+      }
     }
     for (size_t b = 0; b < scales.size(); ++b) CHECK(scale[b] == doctest::Approx(scales[b]));
     std::vector<float> rounded = round_rows_int8(t).to_vector<float>();
