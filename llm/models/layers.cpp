@@ -51,14 +51,16 @@ Tensor swiglu(const Tensor& h, const LinearGroup& gate_up, const Linear& down) {
   return down((gu[0].silu() * gu[1]).contiguous());
 }
 
-// Rows past max_context - 1 take the padding of a chunk that starts near the end.
+// Rows past max_context - 1 take the padding of a chunk that starts near the end. The storage
+// starts uninitialised: attention reads only positions a chunk has written (the generic path
+// shrinks to [0, start_pos + rows), the flash kernels clamp their loads to the last written
+// position), and zeroing ~470 MB at the 0.6B shape cost a second of every start.
 KvCache::KvCache(int64_t max_context, int64_t kv_heads, int64_t head_dim, const std::string& device)
     : kv_heads_(kv_heads), head_dim_(head_dim) {
-  const int64_t rows = max_context + LanguageModel::kMaxChunk - 1;
-  k_ = Tensor::zeros({kv_heads, rows, head_dim}, dtypes::float16, device).contiguous();
-  v_ = Tensor::zeros({kv_heads, rows, head_dim}, dtypes::float16, device).contiguous();
-  k_.realize();
-  v_.realize();
+  const std::vector<int64_t> shape = {kv_heads, max_context + LanguageModel::kMaxChunk - 1,
+                                      head_dim};
+  k_ = Tensor::empty(shape, dtypes::float16, device);
+  v_ = Tensor::empty(shape, dtypes::float16, device);
 }
 
 Tensor KvCache::attend(const Tensor& q, const Tensor& k, const Tensor& v, const Chunk& chunk) {

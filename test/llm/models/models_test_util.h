@@ -38,11 +38,16 @@ inline GgufFile demo_gguf(const DemoModelOptions& o) {
   return GgufFile::from_buffer(build_demo_model(o).to_bytes());
 }
 
-/// max |a - b| relative to max |b|.
+/// max |a - b| relative to max |b|; infinite where a NaN in either is not matched in the other
+/// (std::max would pass over it).
 inline double rel_err(const std::vector<float>& a, const std::vector<float>& b) {
   REQUIRE(a.size() == b.size());
   double num = 0, den = 1e-30;
   for (size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(a[i]) || std::isnan(b[i])) {
+      if (std::isnan(a[i]) != std::isnan(b[i])) return INFINITY;
+      continue;
+    }
     num = std::max(num, std::abs(double(a[i]) - double(b[i])));
     den = std::max(den, std::abs(double(b[i])));
   }

@@ -11,6 +11,8 @@
 #include "llm/models/model.h"
 #include "llm/models/qwen3.h"
 #include "llm/quant/formats.h"
+#include "runtime/allocator.h"
+#include "runtime/device.h"
 #include "runtime/jit.h"
 #include "test/llm/models/models_test_util.h"
 #include "test/llm/reference/qwen35_reference.h"
@@ -75,6 +77,31 @@ TEST_CASE("Qwen3 Q3_K") { check_against_reference(GgmlType::Q3_K, false, kTol); 
 TEST_CASE("Qwen3 BF16") { check_against_reference(GgmlType::BF16, false, kTol); }
 
 // qwen3moe: qwen3 attention with the MoE FFN, against the hybrid reference (which reads qwen3moe).
+TEST_CASE("rel_err: a NaN on one side only is an infinite error") {
+  CHECK(rel_err({1.0f, NAN}, {1.0f, 2.0f}) == INFINITY);
+  CHECK(rel_err({1.0f, 2.0f}, {NAN, 2.0f}) == INFINITY);
+  CHECK(rel_err({1.0f, NAN}, {1.0f, NAN}) == 0.0);
+}
+
+// The KV cache starts uninitialised (layers.cpp). Freed buffers of its size, filled with NaN, sit
+// in the CPU allocator's cache, which hands them to the model's caches: attention must read only
+// positions a chunk has written, or NaN reaches the logits.
+TEST_CASE("a KV cache whose storage starts as NaN gives the reference's logits") {
+  auto lru = std::dynamic_pointer_cast<LruAllocator>(get_device("CPU").allocator());
+  REQUIRE(lru);
+  const int64_t layers = 2, kv_heads = 2, head_dim = 64, context = 32;  // test::small_model
+  const size_t bytes = kv_heads * (context + LanguageModel::kMaxChunk - 1) * head_dim * 2;
+  std::vector<void*> poisoned;
+  for (int64_t i = 0; i < 2 * layers; ++i) {
+    poisoned.push_back(lru->alloc(bytes));
+    std::fill_n(static_cast<uint16_t*>(poisoned.back()), bytes / 2, uint16_t{0x7e00});  // f16 NaN
+  }
+  for (void* p : poisoned) lru->free(p, bytes);
+  const int64_t hits = lru->hits();
+  check_against_reference(GgmlType::F32, true, kTol);
+  CHECK(lru->hits() >= hits + 2 * layers);
+}
+
 TEST_CASE("Qwen3 MoE logits agree with the reference at every position") {
   for (GgmlType type : {GgmlType::F32, GgmlType::Q8_0, GgmlType::Q4_K}) {
     CAPTURE(format_of(type).name);
