@@ -20,6 +20,17 @@ ChunkedModel::ChunkedModel(const GgufFile& file, int64_t max_context, const std:
   output_ = load_linear(weights_.output);
 }
 
+GraphJit& ChunkedModel::head() {
+  if (!head_)
+    head_ = std::make_unique<GraphJit>(
+        [this](const std::vector<UOp>& in) {
+          Tensor last(in[0], device_);
+          return std::vector<UOp>{output_(pre_norm(last, output_norm_, config_.rms_eps)).node()};
+        },
+        fmt::format("{} head", name_));
+  return *head_;
+}
+
 Tensor ChunkedModel::load(const GgufTensor* t) const { return load_weight(*t, device_, owner_); }
 Linear ChunkedModel::load_linear(const GgufTensor* t) const {
   return llm::load_linear(*t, device_, owner_);
@@ -42,21 +53,20 @@ void ChunkedModel::prefill(std::span<const int32_t> tokens, int64_t start_pos) {
   run(tokens, start_pos, false);
 }
 
-ChunkedModel::Step& ChunkedModel::step(int64_t rows, bool head) {
-  Step& step = steps_[{rows, head}];
+ChunkedModel::Step& ChunkedModel::step(int64_t rows) {
+  Step& step = steps_[rows];
   if (step.jit) return step;
   step.chunk = make_chunk(rows, max_context_);
   step.jit = std::make_unique<GraphJit>(
-      [this, rows, head](const std::vector<UOp>& in) {
+      [this, rows](const std::vector<UOp>& in) {
         const Chunk c = Chunk::from_variables(rows, {in.begin() + 3, in.end()});
         Tensor x =
             layers(Tensor(in[0], device_), Tensor(in[1], device_), Tensor(in[2], device_), c);
         // Materialized: the norm's two kernels would each recompute the last block's output.
         Tensor last = x.shrink_to({{c.len - 1, c.len}, {dim(0), dim(config_.dim)}}).contiguous();
-        if (!head) return std::vector<UOp>{last.node()};
-        return std::vector<UOp>{output_(pre_norm(last, output_norm_, config_.rms_eps)).node()};
+        return std::vector<UOp>{last.node()};
       },
-      fmt::format("{} {} rows={}", name_, head ? "forward" : "prefill", rows));
+      fmt::format("{} rows={}", name_, rows));
   return step;
 }
 
@@ -79,19 +89,21 @@ Tensor ChunkedModel::run(std::span<const int32_t> tokens, int64_t start_pos, boo
   if (start_pos < 0 || start_pos + n > max_context_)
     fail("forward: positions [{}, {}) exceed the context of {} tokens", start_pos, start_pos + n,
          max_context_);
-  const int64_t rows = n == 1 ? 1 : kMaxChunk;
-  const bool head = logits || rows == 1;  // one decode graph: a 1-token chunk makes logits anyway
-  Step& s = step(rows, head);
-  return Tensor((*s.jit)(inputs(s, tokens, start_pos))[0], device_);
+  Step& s = step(n == 1 ? 1 : kMaxChunk);
+  const UOp last = (*s.jit)(inputs(s, tokens, start_pos))[0];
+  if (!logits) return Tensor(last, device_);
+  return Tensor(head()({last})[0], device_);
 }
 
 void ChunkedModel::prepare() {
   const int32_t token = 0;
-  for (auto [rows, head] :
-       {std::pair<int64_t, bool>{kMaxChunk, false}, {kMaxChunk, true}, {1, true}}) {
-    Step& s = step(rows, head);
+  for (int64_t rows : {kMaxChunk, int64_t{1}}) {
+    Step& s = step(rows);
     s.jit->capture_without_running(inputs(s, std::span(&token, 1), 0));
   }
+  Tensor last = Tensor::empty({1, config_.dim}, dtypes::float32, device_);
+  last.realize();
+  head().capture_without_running({last.node()});
 }
 
 }  // namespace ugrad::llm

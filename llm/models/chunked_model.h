@@ -1,8 +1,8 @@
 // What the Qwen models share around their layers: the config and weights index of the file, the
 // embedding rows and RoPE tables made on the host per call, the final norm and output projection,
-// and the captured graphs every call runs through: prefill padded to kMaxChunk rows (the real
-// length and start_pos are variables; with and without the output head) and decode of one row. A
-// model supplies its layers.
+// and the captured graphs every call runs through: the layers over a chunk padded to kMaxChunk
+// rows (the real length and start_pos are variables) or over one row (decode), then, for logits,
+// the output head as a graph of its own. A model supplies its layers.
 #pragma once
 #include <cstdint>
 #include <initializer_list>
@@ -60,17 +60,22 @@ class ChunkedModel : public LanguageModel {
     Chunk chunk;
     std::unique_ptr<GraphJit> jit;
   };
-  /// The graph for `rows` rows (1 or kMaxChunk), with or without the output head.
-  Step& step(int64_t rows, bool head);
+  /// The graph of the layers over `rows` rows (1 or kMaxChunk): the last real row's hidden state
+  /// (1, dim).
+  Step& step(int64_t rows);
+  /// The graph of the final norm and the output projection: (1, dim) -> logits (1, vocab). Its
+  /// own graph, so the chunk graphs serve forward() and prefill() alike.
+  GraphJit& head();
   /// The step's inputs for `tokens` at start_pos: embedded rows, RoPE tables, bound variables.
   std::vector<UOp> inputs(const Step& step, std::span<const int32_t> tokens, int64_t start_pos);
-  /// Runs the chunk through the graph for its row count, with or without the output head; returns
-  /// the graph's output (the logits, or the last hidden row).
+  /// Runs the chunk through the graph for its row count, then the head when `logits`; returns
+  /// the logits, or the last hidden row.
   Tensor run(std::span<const int32_t> tokens, int64_t start_pos, bool logits);
   std::string name_;
   Tensor output_norm_;
   Linear output_;
-  std::map<std::pair<int64_t, bool>, Step> steps_;  // by row count and whether logits are made
+  std::map<int64_t, Step> steps_;  // by row count
+  std::unique_ptr<GraphJit> head_;
 };
 
 }  // namespace ugrad::llm

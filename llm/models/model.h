@@ -30,9 +30,8 @@ class LanguageModel {
   /// forward() without the output head, for a prompt's chunks before its last: the state advances
   /// and no logits are computed (the head is ~5% of a Qwen3-0.6B chunk).
   virtual void prefill(std::span<const int32_t> tokens, int64_t start_pos) = 0;
-  /// Compiles and captures the graphs forward() and prefill() run (a chunk with and without the
-  /// output head, a decode step) without running them or touching the state: their first calls
-  /// replay.
+  /// Compiles and captures the graphs forward() and prefill() run (a chunk, a decode step, the
+  /// output head) without running them or touching the state: their first calls replay.
   virtual void prepare() = 0;
   /// True when the model carries a recurrent state that cannot be rolled back: it continues only
   /// from exactly the tokens it has consumed.
