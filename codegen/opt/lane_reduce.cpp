@@ -20,6 +20,13 @@ constexpr int64_t kGroupCandidates[] = {1, 2, 4, 8, 16};
 // matmul's second output shares 4.6% and runs 7% faster with it).
 constexpr int64_t kMaxUpcast = 8;
 constexpr double kMinSaving = 0.04;
+// In a tile of rows and outputs, a load costs this many ALU ops per byte it reads per element: a
+// tile of 8 rows of float32 activations is read from L2 again for each pair of outputs, and a cheap
+// dequantization (Q8_0) is worth repeating for more outputs instead (a 32-row Q8_0 matmul ran 1.56x
+// faster as 4 rows x 4 outputs than as 8 x 2; a Q4_K one, with 73 ops of dequantization per
+// element, 1.45x slower). A matvec's one row of x stays in L1: its loads cost 1 (weighted, its
+// copies of the outputs ran IQ4_XS 22% slower).
+constexpr double kOpsPerLoadedByte = 3;
 
 bool has_lane_axis(const UOp& expanded) {
   for (const UOp& u : expanded.toposort())
@@ -60,6 +67,7 @@ double divmods_per_group(const UOp& expanded, int64_t axis, int64_t groups) {
 struct Work {
   std::vector<UOp> axes;                // output loop ranges with constant extents
   std::vector<std::vector<bool>> uses;  // per node: which of `axes` it depends on
+  std::vector<double> ops;              // per node: its cost in ALU ops
 };
 
 Work reduce_work(const UOp& ast, const std::vector<UOp>& reduces) {
@@ -82,6 +90,9 @@ Work reduce_work(const UOp& ast, const std::vector<UOp>& reduces) {
       std::vector<bool> uses;
       for (const UOp& a : w.axes) uses.push_back(std::find(rs.begin(), rs.end(), a) != rs.end());
       w.uses.push_back(std::move(uses));
+      w.ops.push_back(u.op() == Op::LOAD && w.axes.size() >= 2
+                          ? kOpsPerLoadedByte * double(itemsize(u.dtype().base()))
+                          : 1.0);
     }
   return w;
 }
@@ -90,11 +101,11 @@ Work reduce_work(const UOp& ast, const std::vector<UOp>& reduces) {
 // axis it does not depend on.
 double cost(const Work& w, const std::vector<int64_t>& up) {
   double c = 0;
-  for (const auto& uses : w.uses) {
+  for (size_t n = 0; n < w.uses.size(); ++n) {
     double shared = 1;
     for (size_t i = 0; i < up.size(); ++i)
-      if (!uses[i]) shared *= double(up[i]);
-    c += 1 / shared;
+      if (!w.uses[n][i]) shared *= double(up[i]);
+    c += w.ops[n] / shared;
   }
   return c;
 }

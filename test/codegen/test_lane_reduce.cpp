@@ -408,3 +408,61 @@ TEST_CASE("lane reduce: lane groups sharing a factor (a block's scale) multiply 
   kern.run({got.data(), xv.data(), wv.data(), sv.data()}, {}, 1);
   check_close(got, ref, 1e-5);
 }
+
+namespace {
+
+// y[m, n] = sum_k x[m, k] * deq(q[n, k]) * s[n, k / 32], deq(q) = float(q) (a cheap
+// dequantization, as Q8_0's) or `extra` more ops on it (an expensive one, as the K formats').
+UOp dequant_linear_ast(int64_t M, int64_t N, int64_t K, int extra) {
+  UOp y = buf(0, dtypes::float32, M * N), x = buf(1, dtypes::float32, M * K),
+      q = buf(2, dtypes::int8, N * K), sc = buf(3, dtypes::float32, N * K / 32);
+  UOp m = UOp::range(M, 0), n = UOp::range(N, 1), k = UOp::range(K, 2, AxisType::Reduce);
+  UOp w = load(q, n * K + k).cast(dtypes::float32);
+  for (int i = 0; i < extra; ++i)
+    w = w * UOp::cnst(dtypes::float32, 0.5) + UOp::cnst(dtypes::float32, 0.25 * (i + 1));
+  UOp deq = w * load(sc, n * (K / 32) + k.idiv(idx(32)));
+  return sink({store(y, m * N + n, reduce(load(x, m * K + k) * deq, Op::ADD, {k}))});
+}
+
+}  // namespace
+
+TEST_CASE("lane reduce: a cheap dequantization takes more output copies, an expensive more rows") {
+  // Each copy of the rows reads a row of x, each copy of the outputs dequantizes a weight row: a
+  // tile of 8 rows x 2 outputs reads x from L2 again for each pair of outputs, which only an
+  // expensive dequantization is worth (Q8_0 ran 1.56x faster as 4 x 4, Q4_K 1.45x slower).
+  constexpr int64_t M = 32, N = 64, K = 256;
+  for (int extra : {0, 40}) {
+    CAPTURE(extra);
+    UOp ast = dequant_linear_ast(M, N, K, extra);
+    Kernel k = compile(ast, {.max_threads = 2}, avx512_width_target());
+    CAPTURE(k.ks.opts_desc);
+    CHECK(has(k.ks.opts_desc, extra ? "UPCAST(0,8)" : "UPCAST(0,4)"));
+    CHECK(has(k.ks.opts_desc, extra ? "UPCAST(1,2)" : "UPCAST(1,4)"));
+    std::vector<float> x = randf(M * K, 51), s = randf(N * K / 32, 52), ref(M * N), got(M * N);
+    std::vector<int8_t> q(N * K);
+    for (size_t i = 0; i < q.size(); ++i) q[i] = int8_t(int(i * 37 % 255) - 127);
+    compile(ast, {.noopt = 1}).run({ref.data(), x.data(), q.data(), s.data()}, {}, 1);
+    k.run({got.data(), x.data(), q.data(), s.data()}, {}, 2);
+    check_close(got, ref, 1e-5);
+  }
+}
+
+TEST_CASE("lane reduce: a product the tile's rows share is not split to factor out its scale") {
+  // The dequantized weight float(q) * s is computed once per output and lane group and read by
+  // the 4 rows; factoring s out of each row's two lane groups, s * (x0 q0 + x1 q1), would take 3
+  // multiplies per row and output (48) where the shared products take 8 and the rows 2 each (40).
+  constexpr int64_t M = 4, N = 4, K = 256;
+  UOp ast = dequant_linear_ast(M, N, K, 0);
+  const std::vector<Opt> opts{{OptType::Unroll, 2, 16},
+                              {OptType::Unroll, 2, 2},
+                              {OptType::Upcast, 0, 4},
+                              {OptType::Upcast, 1, 4}};
+  Kernel k = compile(ast, {.opts = opts});
+  CHECK(count(k.ks.src, "= fmul") == 40);
+  std::vector<float> x = randf(M * K, 53), s = randf(N * K / 32, 54), ref(M * N), got(M * N);
+  std::vector<int8_t> q(N * K);
+  for (size_t i = 0; i < q.size(); ++i) q[i] = int8_t(int(i * 53 % 255) - 127);
+  compile(ast, {.noopt = 1}).run({ref.data(), x.data(), q.data(), s.data()}, {}, 1);
+  k.run({got.data(), x.data(), q.data(), s.data()}, {}, 1);
+  check_close(got, ref, 1e-5);
+}
