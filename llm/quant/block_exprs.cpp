@@ -34,6 +34,13 @@ std::pair<Tensor, Tensor> six_bit_floats(const std::pair<Tensor, Tensor>& ab) {
   return {of(ab.first), of(ab.second)};
 }
 
+Tensor int8_floats(const Tensor& bytes) {
+  Tensor n = Tensor::arange(256, dtypes::float32, bytes.device());
+  Tensor table = n.ge(128).where(n - 256, n);
+  table.realize();
+  return table.reshape({256, 1}).embedding(bytes.cast(dtypes::int32)).reshape(bytes.dims());
+}
+
 std::pair<Tensor, Tensor> scales_mins_k4(const Blocks& b, size_t off) {
   // Bit math in int32: on bytes x86 spends two more instructions per scale (a copy and a
   // re-extension before the conversion to float).

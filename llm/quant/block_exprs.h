@@ -50,6 +50,8 @@ Tensor upper_half(const std::vector<int64_t>& dims, size_t axis, const std::stri
 Tensor shift_upper(const Tensor& x, size_t axis, int shift);
 /// Two int tensors of values in [0, 64) as float32, read from one table of 0..63.
 std::pair<Tensor, Tensor> six_bit_floats(const std::pair<Tensor, Tensor>& ab);
+/// A uint8 tensor's bytes as signed values (-128..127) in float32, read from a table of the 256.
+Tensor int8_floats(const Tensor& bytes);
 /// Q4_K/Q5_K: the 8 six-bit scales and mins at `off` as (n, 8) int32.
 std::pair<Tensor, Tensor> scales_mins_k4(const Blocks& b, size_t off);
 

@@ -53,8 +53,12 @@ Tensor k_terms(const XBlocks& x, const Tensor& levels, const Tensor& d, const Te
   } else {
     const std::vector<int64_t> dims{out * nb, 8, 2, 4};
     Tensor pairs = sc.reshape({out * nb, 8, 2, 1});
-    Tensor first = pairs.shrink({{0, out * nb}, {0, 8}, {0, 1}, {0, 1}}).expand(dims);
-    Tensor second = pairs.shrink({{0, out * nb}, {0, 8}, {1, 2}, {0, 1}}).expand(dims);
+    // Q6_K's int8 scales come as bytes, each read from a table (see six_bit_floats) where the
+    // lane group broadcasts it: converted in place, each took a sign extension, a conversion and
+    // a broadcast.
+    auto as_float = [](const Tensor& t) { return t.dtype() == dtypes::uint8 ? int8_floats(t) : t; };
+    Tensor first = as_float(pairs.shrink({{0, out * nb}, {0, 8}, {0, 1}, {0, 1}})).expand(dims);
+    Tensor second = as_float(pairs.shrink({{0, out * nb}, {0, 8}, {1, 2}, {0, 1}})).expand(dims);
     scale = upper_half(dims, 2, sc.device()).where(second, first);
   }
   scale = scale.reshape({1, out, k4});
@@ -134,12 +138,11 @@ Tensor q6_k_terms(const Int8Rows& x, const Tensor& raw, const Tensor& words, int
                    (shift_upper(shift_upper(qh, 2, 4), 3, 2) & 0x03030303) * 16;
     const size_t base = static_cast<size_t>(parity) * q6_k::kBytes;
     Tensor d = b.f16(base + q6_k::kD).reshape({1, out, nb / 2, 1});
-    Tensor sc = b.bytes(base + q6_k::kScales, 16)
-                    .bitcast(dtypes::int8)
-                    .cast(dtypes::float32)
-                    .reshape({1, out, nb / 2, 16});
+    Tensor sc = b.bytes(base + q6_k::kScales, 16).reshape({1, out, nb / 2, 16});
     const XBlocks xb = x_blocks(x, nb, parity);
-    Tensor offsets = -static_cast<double>(q6_k::kOffset) * d * sc * xb.sum16;
+    // The offsets' term is a vector of the 16 scales: one conversion (from a table, a gather).
+    Tensor offsets = -static_cast<double>(q6_k::kOffset) * d *
+                     sc.bitcast(dtypes::int8).cast(dtypes::float32) * xb.sum16;
     Tensor t = k_terms(xb, level.reshape({1, out, nb / 2, kWords}), d, sc, offsets);
     sum = parity ? sum + t : t;
   }
