@@ -152,9 +152,9 @@ TEST_CASE("quantized linears: Qwen3 shapes get vector lanes per block and equal 
               run_linear(type, bytes, x, rows, out, in, 0, cores, test::avx512_width_target());
           CAPTURE(opt.ks.opts_desc);
           // One block (32 elements) of lanes for a matvec; 16 lanes (one AVX-512 register) at 32
-          // rows, where 8 rows x 2 outputs share each dequantized vector. Q3_K at 32 rows: the
-          // heuristic picks 32 lanes x 8 rows x 1 output instead (as observed, not a requirement).
-          const bool lanes16 = type == GgmlType::IQ4_XS || (rows == 32 && type != GgmlType::Q3_K);
+          // rows, where copies of rows and outputs (8 x 2, Q8_0's 4 x 4) share each dequantized
+          // vector and each row of x.
+          const bool lanes16 = type == GgmlType::IQ4_XS || rows == 32;
           const std::string lanes = lanes16 ? "v16f32" : "v32f32";
           CHECK(opt.ks.opts_desc.find("UNROLL(") != std::string::npos);
           CHECK(opt.ks.src.find("llvm.vector.reduce.fadd." + lanes) != std::string::npos);
