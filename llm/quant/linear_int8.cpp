@@ -33,7 +33,8 @@ XBlocks x_blocks(const Int8Rows& x, int64_t nb, int parity) {
 // The sum over a K format's super-blocks, per word w: dot4(levels_w, x_w) * (d * x's scale) *
 // sub-block scale, plus the sub-blocks' constant terms (their offsets or mins times x's level
 // sums), one per sub-block. `levels` (1, out, nb, 64) uint32, `d` (1, out, nb, 1), `sc` (1, out,
-// nb, S), `constants` (rows, out, nb, S'): (rows, out, nb * 64) for a reduce over the last axis.
+// nb, S) float32 (Q6_K's: its int8 scales as uint8 bytes), `constants` (rows, out, nb, S'):
+// (rows, out, nb * 64) for a reduce over the last axis.
 Tensor k_terms(const XBlocks& x, const Tensor& levels, const Tensor& d, const Tensor& sc,
                const Tensor& constants) {
   const int64_t rows = x.words.size(0), out = levels.size(1), nb = levels.size(2), k4 = nb * kWords;
@@ -140,7 +141,8 @@ Tensor q6_k_terms(const Int8Rows& x, const Tensor& raw, const Tensor& words, int
     Tensor d = b.f16(base + q6_k::kD).reshape({1, out, nb / 2, 1});
     Tensor sc = b.bytes(base + q6_k::kScales, 16).reshape({1, out, nb / 2, 16});
     const XBlocks xb = x_blocks(x, nb, parity);
-    // The offsets' term is a vector of the 16 scales: one conversion (from a table, a gather).
+    // The offsets' term takes the 16 scales as one vector: converted in place (a table read by
+    // 16 lanes would be a gather).
     Tensor offsets = -static_cast<double>(q6_k::kOffset) * d *
                      sc.bitcast(dtypes::int8).cast(dtypes::float32) * xb.sum16;
     Tensor t = k_terms(xb, level.reshape({1, out, nb / 2, kWords}), d, sc, offsets);

@@ -424,6 +424,17 @@ UOp dequant_linear_ast(int64_t M, int64_t N, int64_t K, int extra) {
   return sink({store(y, m * N + n, reduce(load(x, m * K + k) * deq, Op::ADD, {k}))});
 }
 
+// `k` (compiled from dequant_linear_ast(M, N, K, ..)) on `cores` threads against NOOPT.
+void check_dequant_linear(const UOp& ast, const Kernel& k, int64_t M, int64_t N, int64_t K,
+                          int64_t cores) {
+  std::vector<float> x = randf(M * K, 51), s = randf(N * K / 32, 52), ref(M * N), got(M * N);
+  std::vector<int8_t> q(N * K);
+  for (size_t i = 0; i < q.size(); ++i) q[i] = int8_t(int(i * 37 % 255) - 127);
+  compile(ast, {.noopt = 1}).run({ref.data(), x.data(), q.data(), s.data()}, {}, 1);
+  k.run({got.data(), x.data(), q.data(), s.data()}, {}, cores);
+  check_close(got, ref, 1e-5);
+}
+
 }  // namespace
 
 TEST_CASE("lane reduce: a cheap dequantization takes more output copies, an expensive more rows") {
@@ -438,12 +449,7 @@ TEST_CASE("lane reduce: a cheap dequantization takes more output copies, an expe
     CAPTURE(k.ks.opts_desc);
     CHECK(has(k.ks.opts_desc, extra ? "UPCAST(0,8)" : "UPCAST(0,4)"));
     CHECK(has(k.ks.opts_desc, extra ? "UPCAST(1,2)" : "UPCAST(1,4)"));
-    std::vector<float> x = randf(M * K, 51), s = randf(N * K / 32, 52), ref(M * N), got(M * N);
-    std::vector<int8_t> q(N * K);
-    for (size_t i = 0; i < q.size(); ++i) q[i] = int8_t(int(i * 37 % 255) - 127);
-    compile(ast, {.noopt = 1}).run({ref.data(), x.data(), q.data(), s.data()}, {}, 1);
-    k.run({got.data(), x.data(), q.data(), s.data()}, {}, 2);
-    check_close(got, ref, 1e-5);
+    check_dequant_linear(ast, k, M, N, K, 2);
   }
 }
 
@@ -459,10 +465,5 @@ TEST_CASE("lane reduce: a product the tile's rows share is not split to factor o
                               {OptType::Upcast, 1, 4}};
   Kernel k = compile(ast, {.opts = opts});
   CHECK(count(k.ks.src, "= fmul") == 40);
-  std::vector<float> x = randf(M * K, 53), s = randf(N * K / 32, 54), ref(M * N), got(M * N);
-  std::vector<int8_t> q(N * K);
-  for (size_t i = 0; i < q.size(); ++i) q[i] = int8_t(int(i * 53 % 255) - 127);
-  compile(ast, {.noopt = 1}).run({ref.data(), x.data(), q.data(), s.data()}, {}, 1);
-  k.run({got.data(), x.data(), q.data(), s.data()}, {}, 1);
-  check_close(got, ref, 1e-5);
+  check_dequant_linear(ast, k, M, N, K, 1);
 }
