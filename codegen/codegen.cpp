@@ -23,6 +23,7 @@
 #include "codegen/lower/linearize.h"
 #include "codegen/lower/lower_index.h"
 #include "codegen/lower/lower_reduce.h"
+#include "codegen/opt/dot4.h"
 #include "codegen/opt/gpu_opts.h"
 #include "codegen/ranges.h"
 #include "codegen/render/render_llvm.h"
@@ -189,6 +190,8 @@ constexpr Pass kLowerPasses[] = {
     {"lower_reduce", On::Any, [](const UOp& k, PassState&) { return lower_reduces(k); }},
     {"fuse_accumulators", On::Gpu,
      [](const UOp& k, PassState&) { return fuse_gpu_accumulators(k); }},
+    {"fuse_dot4", On::Cpu,
+     [](const UOp& k, PassState&) { return graph_rewrite(k, pm_fuse_dot4()); }},
     {"decomp", On::Any, [](const UOp& k, PassState& st) { return decompose(k, st.target); }},
     {"lower_index", On::Gpu,
      [](const UOp& k, PassState&) { return graph_rewrite(k, pm_lower_index()); }},

@@ -151,7 +151,7 @@ std::optional<std::vector<Opt>> lane_opts(const UOp& ast, const std::vector<UOp>
     bool chosen_ungated = false;
     double chosen_divmods = 0;
     for (int64_t groups : kGroupCandidates) {
-      if (extent % lanes != 0 || extent < 2 * lanes || (extent / lanes) % groups != 0) continue;
+      if (extent % lanes != 0 || (extent / lanes) % groups != 0) continue;
       std::vector<Opt> trial{{OptType::Unroll, axis, lanes}};
       if (groups > 1) trial.push_back({OptType::Unroll, axis, groups});
       const UOp expanded = expand_ranges(apply_opts(ast, trial), true);

@@ -12,12 +12,11 @@
 #include <iterator>
 
 #include "base/error.h"
+#include "base/huge_pages.h"
 #include "base/quote.h"
 
 namespace ugrad::llm {
 namespace {
-
-constexpr size_t kHugePage = size_t{2} << 20;
 
 // Closes the descriptor on every way out of open().
 struct Fd {
@@ -31,26 +30,16 @@ std::string meminfo() {
   return {std::istreambuf_iterator<char>(in), {}};
 }
 
-// `size` bytes of the file read into an anonymous region whose 2 MiB-aligned part takes
-// transparent huge pages (madvise: where THP is off the pages are 4 KiB and nothing fails).
-struct Region {
-  void* region;
-  size_t region_size;
-  const uint8_t* data;  // the first 2 MiB boundary in the region
-};
-Region read_into_memory(int fd, size_t size, const std::string& path,
-                        const ReadProgress& progress) {
-  const size_t region_size = (size + kHugePage - 1) / kHugePage * kHugePage + kHugePage;
-  void* region =
-      ::mmap(nullptr, region_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (region == MAP_FAILED)
+// `size` bytes of the file read into huge-page memory (base/huge_pages.h).
+HugePageRegion read_into_memory(int fd, size_t size, const std::string& path,
+                                const ReadProgress& progress) {
+  const std::optional<HugePageRegion> r = map_huge_pages(size);
+  if (!r)
     fail(
         "gguf: cannot allocate {} bytes to read {} into memory: {} (mapping it instead needs "
         "no memory up front)",
         size, quote(path), std::strerror(errno));
-  auto* data = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(region) + kHugePage - 1) /
-                                          kHugePage * kHugePage);
-  ::madvise(data, region_size - kHugePage, MADV_HUGEPAGE);
+  auto* data = reinterpret_cast<uint8_t*>(r->data);
   constexpr size_t kStep = size_t{64} << 20;  // read in steps, for the progress display
   for (size_t done = 0; done < size;) {
     const ssize_t got =
@@ -62,11 +51,11 @@ Region read_into_memory(int fd, size_t size, const std::string& path,
     }
     if (got < 0 && errno == EINTR) continue;
     const std::string why = got < 0 ? std::strerror(errno) : "the file ended early";
-    ::munmap(region, region_size);
+    unmap_huge_pages(*r);
     fail("gguf: cannot read {} ({} of {} bytes read): {}", quote(path), done, size, why);
   }
-  ::mprotect(region, region_size, PROT_READ);  // read-only, as a mapping is
-  return {region, region_size, data};
+  ::mprotect(r->region, r->region_size, PROT_READ);  // read-only, as a mapping is
+  return *r;
 }
 
 }  // namespace
@@ -95,8 +84,9 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, File
   // A copy that does not fit in the memory available now would only be reclaimed (or end the
   // process under overcommit): such a file is mapped.
   if (how == FileMemory::Read && size <= mem_available(meminfo())) {
-    const Region r = read_into_memory(fd.fd, size, path, progress);
-    return std::shared_ptr<const MappedFile>(new MappedFile(r.data, size, r.region, r.region_size));
+    const HugePageRegion r = read_into_memory(fd.fd, size, path, progress);
+    return std::shared_ptr<const MappedFile>(
+        new MappedFile(reinterpret_cast<const uint8_t*>(r.data), size, r.region, r.region_size));
   }
   void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.fd, 0);
   if (p == MAP_FAILED)

@@ -109,6 +109,8 @@ Linear load_linear(const GgufTensor& t, const std::string& device,
     l.blocks = Tensor::from_host_memory(std::as_bytes(t.data), {n}, dtypes::uint8, device, owner);
     l.words =
         Tensor::from_host_memory(std::as_bytes(t.data), {n / 4}, dtypes::uint32, device, owner);
+    if (matmul_int8_supports(t.type, in))
+      l.packed = pack_matmul_int8(t.type, std::as_bytes(t.data), out, in, device);
   }
   return l;
 }
@@ -121,6 +123,8 @@ Tensor Linear::operator()(const Tensor& x) const {
     return matmul_wmma(int8_activations(type) ? round_rows_int8(x) : x, words, type, out, in);
   if (kernel == Kernel::CpuDot4 && rows == 1)
     return linear_int8(quantize_rows_int8(x), type, blocks, words, out, in);
+  if (kernel == Kernel::CpuDot4 && rows > 1 && packed.words.defined())
+    return matmul_int8(quantize_rows_int8(x), packed);
   if (!int8_activations(type)) return x.linear(weight);
   // Materialized: fused into the matmul, the rounding would cost it its tiling.
   return round_rows_int8(x).contiguous().linear(weight);

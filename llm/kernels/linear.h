@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "llm/gguf/gguf.h"
+#include "llm/quant/matmul_int8.h"
 #include "tensor/tensor.h"
 
 namespace ugrad::llm {
@@ -29,7 +30,9 @@ Tensor load_weight(const GgufTensor& t, const std::string& device,
 ///             other shapes) reads its bytes from.
 ///   CpuDot4   a format linear_int8 takes (Q4_K, Q5_K, Q6_K) on a CPU with int8 dot products
 ///             (x86 VNNI): one row (a decode step, the output head) runs as DOT4 over the
-///             blocks themselves (the file's mapping; llm/quant/linear_int8.h).
+///             blocks themselves (the file's mapping; llm/quant/linear_int8.h); more rows (a
+///             prefill chunk) of a weight matmul_int8 takes (Q4_K) run as DOT4 over a copy
+///             repacked at load (llm/quant/matmul_int8.h), other weights the generic way.
 ///   Generic   the lazy dequantization fused into the matmul.
 /// Q4_K, Q5_K and Q6_K weights take their input rounded to int8 levels per 32 values
 /// (llm/quant/int8_rows.h) on every path, as ggml's CPU kernels do.
@@ -38,7 +41,8 @@ struct Linear {
   Tensor weight;    // (out, in) float32, the lazy dequantization (load_weight)
   GgmlType type{};  // the file's type
   Kernel kernel = Kernel::Generic;
-  Tensor blocks, words;  // CpuDot4: the blocks as uint8 and uint32; GpuInt8: the uint32 words
+  Tensor blocks, words;     // CpuDot4: the blocks as uint8 and uint32; GpuInt8: the uint32 words
+  PackedInt8Weight packed;  // CpuDot4 where matmul_int8 takes the weight (else undefined)
   Tensor operator()(const Tensor& x) const;
 };
 /// A mixture-of-experts GGUF tensor [in, out, E] as the experts' linears; `(x, ids)` with ids

@@ -99,3 +99,43 @@ TEST_CASE("DOT4 words: a VNNI target renders uint8 x int8 as vpdpbusd with its a
         CHECK(asm_text.find("vpdpbusd") != std::string::npos);
       }
 }
+
+TEST_CASE("DOT4 words: a sum of DOT4s accumulates in one vpdpbusd chain on a VNNI target") {
+  // out[i] = DOT4(a, b, 0) + DOT4(b, c, 0) + DOT4(c, a, 0) (the Tensor form of an int8 dot product
+  // over three words): each addition folds into the DOT4 after it, so the IR has three calls and
+  // no vector add; every target computes the reference.
+  std::vector<uint32_t> x = words(N, 1), y = words(N, 2), z = words(N, 3);
+  UOp out = buf(0, dtypes::int32, N), a = buf(1, dtypes::int32, N), b = buf(2, dtypes::int32, N),
+      c = buf(3, dtypes::int32, N);
+  UOp i = UOp::range(N, 0);
+  auto dot = [&](const UOp& p, const UOp& q) {
+    return UOp::make(Op::DOT4, dtypes::int32,
+                     {load(p, i), load(q, i), UOp::cnst_int(dtypes::int32, 0)}, kVnni);
+  };
+  const UOp kernel = sink({store(out, i, dot(a, b) + dot(b, c) + dot(c, a))});
+  std::vector<int32_t> want(N);
+  for (int64_t k = 0; k < N; ++k)
+    want[k] = dot4_reference(
+        z[k], x[k], dot4_reference(y[k], z[k], dot4_reference(x[k], y[k], 0, kVnni), kVnni), kVnni);
+  CodegenTarget vnni = avx512_width_target();
+  vnni.has_vnni = true;
+  const KernelSource ks = codegen(kernel, vnni, lanes_opts(16));
+  size_t calls = 0;
+  for (size_t at = ks.src.find("@llvm.x86.avx512.vpdpbusd.512(<16 x i32> ");
+       at != std::string::npos;
+       at = ks.src.find("@llvm.x86.avx512.vpdpbusd.512(<16 x i32> ", at + 1))
+    ++calls;
+  CHECK(calls == 3);
+  CHECK(ks.src.find("add <16 x i32>") == std::string::npos);
+  CodegenTarget plain = cpu_codegen_target();
+  plain.has_vnni = false;
+  for (const CodegenTarget& t : {plain, cpu_codegen_target()})
+    for (int64_t lanes : {0, 16}) {
+      CAPTURE(t.has_vnni);
+      CAPTURE(lanes);
+      Kernel k = compile(kernel, lanes_opts(lanes), t);
+      std::vector<int32_t> got(N, 12345);
+      k.run({got.data(), x.data(), y.data(), z.data()});
+      CHECK(got == want);
+    }
+}

@@ -77,6 +77,20 @@ TEST_CASE("lane reduce: linear layers get lanes along k and copies of rows, equa
   }
 }
 
+TEST_CASE("lane reduce: a reduce as long as one lane vector takes it in one iteration") {
+  // 16 values per output (a row of one pair of sub-blocks per lane in matmul_int8's layout): 16
+  // lanes once, not 8 lanes twice.
+  UOp ast = linear_ast(32, 48, 16);
+  std::vector<float> x = randf(32 * 16, 43), w = randf(48 * 16, 44), ref(32 * 48), y(32 * 48);
+  compile(ast, {.noopt = 1}).run({ref.data(), x.data(), w.data()}, {}, 1);
+  Kernel k = compile(ast, {.max_threads = 2}, avx512_width_target());
+  CAPTURE(k.ks.opts_desc);
+  CHECK(has_unroll(k.ks.opts, 2, 16));
+  CHECK_FALSE(has_unroll(k.ks.opts, 2, 8));
+  k.run({y.data(), x.data(), w.data()}, {}, 2);
+  check_close(y, ref, 1e-5);
+}
+
 TEST_CASE("lane reduce: threads split the outermost axis the weight depends on (heads of keys)") {
   // Attention's scores s[h, t] = sum_d q[h, d] * k[h, t, d]: threaded over t, each thread would
   // read H interleaved streams of keys (one per head); over h, whole heads one after another.

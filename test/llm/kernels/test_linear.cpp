@@ -17,10 +17,9 @@ using namespace ugrad::llm;
 
 namespace {
 
-// A (rows, 256) matrix of random weights in `type`, as a GGUF tensor over `bytes`.
+// A (rows, in) matrix of random weights in `type`, as a GGUF tensor over `bytes`.
 GgufTensor matrix(std::vector<uint8_t>& bytes, uint64_t rows, GgmlType type = GgmlType::Q4_K,
-                  unsigned seed = 5) {
-  const uint64_t in = 256;
+                  unsigned seed = 5, uint64_t in = 256) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 0.1f);
   std::vector<float> row(in);
@@ -58,6 +57,26 @@ TEST_CASE("linear: the int8 DOT4 Q4_K path where the device has int8 dot product
   std::vector<float> a = specific(x).to_vector<float>(), b = generic(x).to_vector<float>();
   REQUIRE(a.size() == b.size());
   for (size_t i = 0; i < a.size(); ++i) CHECK(a[i] == doctest::Approx(b[i]).epsilon(1e-4));
+}
+
+TEST_CASE("linear: a chunk of rows takes the packed int8 GEMM on a CPU with int8 dot products") {
+  std::vector<uint8_t> bytes;
+  GgufTensor t = matrix(bytes, 40, GgmlType::Q4_K, 5, 512);
+  Linear specific = load_linear(t, "CPU");
+  CHECK(specific.packed.words.defined() == device_features("CPU").int8_dot);
+  ScopedKnob off(Knob::LLM_KERNELS, "0");
+  Linear generic = load_linear(t, "CPU");
+  CHECK(!generic.packed.words.defined());
+  // Both round x to int8 levels per 32 values: they agree to float rounding.
+  std::vector<float> xs(32 * 512);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(0.37f * float(i)) + 0.1f;
+  Tensor x = Tensor::from_vector(xs, {32, 512}, dtypes::float32, "CPU");
+  std::vector<float> a = specific(x).to_vector<float>(), b = generic(x).to_vector<float>();
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    CAPTURE(i);
+    CHECK(std::fabs(a[i] - b[i]) <= 1e-4f * (1 + std::fabs(b[i])));
+  }
 }
 
 TEST_CASE("linear: a GPU with int8 dot products takes the int8 decode kernel, unless off") {

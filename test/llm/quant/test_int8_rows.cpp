@@ -1,6 +1,6 @@
 // Int8 activations (llm/quant/int8_rows.h) against a plain per-block rounding, and the DOT4
 // linears (llm/quant/linear_int8.h) against a double sum over the reference-dequantized weights
-// and the same rounded activations.
+// and the same rounded activations, and the packed Q4_K GEMM (llm/quant/matmul_int8.h) alike.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -11,6 +11,7 @@
 #include "llm/quant/int8_rows.h"
 #include "llm/quant/lazy_dequant.h"
 #include "llm/quant/linear_int8.h"
+#include "llm/quant/matmul_int8.h"
 #include "llm/quant/quantize.h"
 
 using namespace ugrad;
@@ -94,9 +95,12 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
     GgmlType type;
     int64_t out, in;
   };
-  // Q6_K's 210-byte blocks pair up: in = 512 has one pair per row, 1536 three.
+  // Q6_K's 210-byte blocks pair up: in = 512 has one pair per row, 1536 three. Q4_K from 512
+  // inputs also has the packed GEMM form (matmul_int8): 8 lanes at 512, 16 at 1024.
   for (Case c : {Case{GgmlType::Q4_K, 48, 768},
                  {GgmlType::Q4_K, 300, 256},
+                 {GgmlType::Q4_K, 20, 512},
+                 {GgmlType::Q4_K, 36, 1024},
                  {GgmlType::Q5_K, 40, 768},
                  {GgmlType::Q5_K, 8, 256},
                  {GgmlType::Q6_K, 48, 1536},
@@ -120,13 +124,22 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
                                              "CPU", nullptr);
     Tensor words = Tensor::from_host_memory(std::as_bytes(std::span(bytes)), {n / 4},
                                             dtypes::uint32, "CPU", nullptr);
-    for (int64_t rows : {1, 2}) {
+    const bool gemm = matmul_int8_supports(type, in);
+    CHECK(gemm == (type == GgmlType::Q4_K && in % 512 == 0));
+    const PackedInt8Weight packed =
+        gemm ? pack_matmul_int8(type, std::as_bytes(std::span(bytes)), out, in, "CPU")
+             : PackedInt8Weight{};
+    // One row and two through linear_int8; two and 33 through the GEMM where it takes the weight.
+    for (auto [rows, through_gemm] : {std::pair{1, false}, {2, false}, {2, true}, {33, true}}) {
+      if (through_gemm && !gemm) continue;
       CAPTURE(rows);
+      CAPTURE(through_gemm);
       std::vector<float> x = activations(rows, in, 7), scales;
       std::vector<int> q = levels(x, scales);
-      Tensor xt = Tensor::from_vector(x, {rows, in});
+      const Int8Rows xt = quantize_rows_int8(Tensor::from_vector(x, {rows, in}));
       std::vector<float> got =
-          linear_int8(quantize_rows_int8(xt), type, blocks, words, out, in).to_vector<float>();
+          (through_gemm ? matmul_int8(xt, packed) : linear_int8(xt, type, blocks, words, out, in))
+              .to_vector<float>();
       REQUIRE(got.size() == size_t(rows * out));
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t o = 0; o < out; ++o) {
@@ -149,4 +162,15 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
   CHECK_THROWS_WITH_AS(linear_int8(quantize_rows_int8(Tensor::zeros({1, 256})), GgmlType::Q6_K,
                                    Tensor::zeros({210}, dtypes::uint8), Tensor(), 1, 256),
                        doctest::Contains("Q6_K rows of 256 inputs have no int8 form"), Error);
+  // The packed GEMM form: Q4_K rows of a multiple of 512, its blocks' bytes exactly.
+  CHECK(!matmul_int8_supports(GgmlType::Q5_K, 512));
+  const std::vector<std::byte> block(144);
+  CHECK_THROWS_WITH_AS(pack_matmul_int8(GgmlType::Q4_K, block, 1, 256, "CPU"),
+                       doctest::Contains("Q4_K (1, 256) has no packed int8 form"), Error);
+  CHECK_THROWS_WITH_AS(pack_matmul_int8(GgmlType::Q4_K, block, 1, 512, "CPU"),
+                       doctest::Contains("Q4_K (1, 512) needs 288 bytes, got 144"), Error);
+  const PackedInt8Weight two =
+      pack_matmul_int8(GgmlType::Q4_K, std::vector<std::byte>(288), 1, 512, "CPU");
+  CHECK_THROWS_WITH_AS(matmul_int8(quantize_rows_int8(Tensor::zeros({2, 1024})), two),
+                       doctest::Contains("512 inputs, x has (2, 256)"), Error);
 }
