@@ -72,6 +72,8 @@ size_t mem_available(std::string_view meminfo) {
   return i == digits ? SIZE_MAX : kib * 1024;
 }
 
+size_t mem_available() { return mem_available(meminfo()); }
+
 std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, FileMemory how,
                                                    const ReadProgress& progress) {
   const Fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
@@ -83,7 +85,7 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, File
   if (size == 0) return std::shared_ptr<const MappedFile>(new MappedFile(nullptr, 0, nullptr, 0));
   // A copy that does not fit in the memory available now would only be reclaimed (or end the
   // process under overcommit): such a file is mapped.
-  if (how == FileMemory::Read && size <= mem_available(meminfo())) {
+  if (how == FileMemory::Read && size <= mem_available()) {
     const HugePageRegion r = read_into_memory(fd.fd, size, path, progress);
     return std::shared_ptr<const MappedFile>(
         new MappedFile(reinterpret_cast<const uint8_t*>(r.data), size, r.region, r.region_size));

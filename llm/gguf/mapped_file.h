@@ -25,6 +25,8 @@ using ReadProgress = std::function<void(const std::string& path, size_t done, si
 
 /// Bytes of MemAvailable in the text of /proc/meminfo; SIZE_MAX when it has none.
 size_t mem_available(std::string_view meminfo);
+/// Bytes of memory available now (/proc/meminfo); SIZE_MAX where unknown.
+size_t mem_available();
 
 class MappedFile {
  public:

@@ -1,6 +1,7 @@
 #include "llm/kernels/linear.h"
 
 #include "base/env.h"
+#include "llm/gguf/mapped_file.h"
 #include "llm/kernels/int8_quantize.h"
 #include "llm/kernels/matmul_wmma.h"
 #include "llm/kernels/matvec_int8.h"
@@ -93,7 +94,7 @@ Tensor ExpertLinears::operator()(const Tensor& x, const Tensor& ids) const {
 }
 
 Linear load_linear(const GgufTensor& t, const std::string& device,
-                   const std::shared_ptr<const void>& owner) {
+                   const std::shared_ptr<const void>& owner, bool one_row) {
   Linear l;
   l.weight = load_weight(t, device, owner);
   l.type = t.type;
@@ -109,7 +110,10 @@ Linear load_linear(const GgufTensor& t, const std::string& device,
     l.blocks = Tensor::from_host_memory(std::as_bytes(t.data), {n}, dtypes::uint8, device, owner);
     l.words =
         Tensor::from_host_memory(std::as_bytes(t.data), {n / 4}, dtypes::uint32, device, owner);
-    if (matmul_int8_supports(t.type, in))
+    // The repacked copy is extra memory: a weight whose copy would take more than half of what
+    // is available keeps the generic prefill path.
+    if (!one_row && matmul_int8_supports(t.type, in) &&
+        static_cast<size_t>(packed_bytes(t.type, out, in)) <= mem_available() / 2)
       l.packed = pack_matmul_int8(t.type, std::as_bytes(t.data), out, in, device);
   }
   return l;
@@ -124,7 +128,7 @@ Tensor Linear::operator()(const Tensor& x) const {
   if (kernel == Kernel::CpuDot4 && rows == 1)
     return linear_int8(quantize_rows_int8(x), type, blocks, words, out, in);
   if (kernel == Kernel::CpuDot4 && rows > 1 && packed.words.defined())
-    return matmul_int8(quantize_rows_int8(x), packed);
+    return matmul_int8(quantize_pairs_int8(x), packed);
   if (!int8_activations(type)) return x.linear(weight);
   // Materialized: fused into the matmul, the rounding would cost it its tiling.
   return round_rows_int8(x).contiguous().linear(weight);

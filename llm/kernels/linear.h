@@ -31,7 +31,7 @@ Tensor load_weight(const GgufTensor& t, const std::string& device,
 ///   CpuDot4   a format linear_int8 takes (Q4_K, Q5_K, Q6_K) on a CPU with int8 dot products
 ///             (x86 VNNI): one row (a decode step, the output head) runs as DOT4 over the
 ///             blocks themselves (the file's mapping; llm/quant/linear_int8.h); more rows (a
-///             prefill chunk) of a weight matmul_int8 takes (Q4_K) run as DOT4 over a copy
+///             prefill chunk) of a weight matmul_int8 takes (Q4_K, Q6_K) run as DOT4 over a copy
 ///             repacked at load (llm/quant/matmul_int8.h), other weights the generic way.
 ///   Generic   the lazy dequantization fused into the matmul.
 /// Q4_K, Q5_K and Q6_K weights take their input rounded to int8 levels per 32 values
@@ -61,9 +61,10 @@ struct ExpertLinears {
 ExpertLinears load_experts(const GgufTensor& t, const std::string& device,
                            const std::shared_ptr<const void>& owner = nullptr);
 
-/// The matrix `t` as a Linear (load_weight's arguments).
+/// The matrix `t` as a Linear (load_weight's arguments). A linear that only ever takes one row
+/// (`one_row`: the output head, which a chunk runs on its last row) keeps no prefill form.
 Linear load_linear(const GgufTensor& t, const std::string& device,
-                   const std::shared_ptr<const void>& owner = nullptr);
+                   const std::shared_ptr<const void>& owner = nullptr, bool one_row = false);
 
 /// Linears that read one input (q, k and v; gate and up): `(x)` is each member's product, in
 /// order, materialized. Where the GPU int8 kernels take them, the members of one type are one

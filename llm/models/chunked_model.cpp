@@ -17,7 +17,7 @@ ChunkedModel::ChunkedModel(const GgufFile& file, int64_t max_context, const std:
       name_(std::move(name)) {
   if (max_context < 1) fail("max context {} must be at least 1", max_context);
   output_norm_ = load(weights_.output_norm);
-  output_ = load_linear(weights_.output);
+  output_ = llm::load_linear(*weights_.output, device_, owner_, /*one_row=*/true);
 }
 
 GraphJit& ChunkedModel::head() {

@@ -3,14 +3,7 @@
 #include "base/error.h"
 
 namespace ugrad::llm {
-namespace {
-
-struct Levels {
-  Tensor q;      // (rows, in/256, 256) int32 in [-127, 127]
-  Tensor scale;  // (rows, in/256, 1) float32
-};
-
-Levels levels(const Tensor& x) {
+Int8Levels int8_levels(const Tensor& x) {
   if (x.ndim() != 2 || x.size(1) % kInt8Block != 0)
     fail("int8 activations: need (rows, in) with in a multiple of {}, got {}", kInt8Block,
          shape_str(x.shape()));
@@ -22,19 +15,26 @@ Levels levels(const Tensor& x) {
   return {q, amax / 127.0};
 }
 
-}  // namespace
+Tensor level_words(const Tensor& q) {
+  std::vector<std::pair<int64_t, int64_t>> bounds;
+  for (int64_t d : q.dims()) bounds.emplace_back(0, d);
+  Tensor words;
+  for (int64_t i = 0; i < 4; ++i) {
+    bounds.back() = {i, i + 1};
+    Tensor b = (q.shrink(bounds).bitcast(dtypes::uint32) & 255) * (int64_t{1} << (8 * i));
+    words = i ? words + b : b;
+  }
+  return words;
+}
 
 Int8Rows quantize_rows_int8(const Tensor& x) {
   const int64_t rows = x.size(0), k4 = x.size(1) / 4, nb = x.size(1) / kInt8Block;
-  Levels l = levels(x);
+  Int8Levels l = int8_levels(x);
   Tensor q = l.q.reshape({rows, k4, 4});
-  // Word = the 4 levels' bytes, little-endian: a sum of shifted bytes (no bit overlaps). The
-  // words and their level sums are sums of the 4 slices, not reduces: one elementwise kernel.
-  Tensor words, sum;
+  // The words and their level sums are sums of the 4 slices, not reduces: one elementwise kernel.
+  Tensor words = level_words(q), sum;
   for (int64_t i = 0; i < 4; ++i) {
     Tensor level = q.shrink({{0, rows}, {0, k4}, {i, i + 1}});
-    Tensor b = (level.bitcast(dtypes::uint32) & 255) * (int64_t{1} << (8 * i));
-    words = i ? words + b : b;
     sum = i ? sum + level : level;
   }
   // The scale stays a lazy expression of the materialized max: consumers compute it inline. The
@@ -52,7 +52,7 @@ Int8Rows quantize_rows_int8(const Tensor& x) {
 }
 
 Tensor round_rows_int8(const Tensor& x) {
-  Levels l = levels(x);
+  Int8Levels l = int8_levels(x);
   return (l.q.cast(dtypes::float32) * l.scale).reshape({x.size(0), x.size(1)});
 }
 

@@ -21,6 +21,17 @@ struct Int8Rows {
   Tensor sum16;  // (rows, in/16) float32: scale * the sum of each 16 consecutive levels
 };
 
+/// x's levels and scales as lazy expressions over the materialized block maxima, for a consumer
+/// that packs them its own way (matmul_int8.h).
+struct Int8Levels {
+  Tensor q;      // (rows, in/32, 32) int32 in [-127, 127]
+  Tensor scale;  // (rows, in/32, 1) float32
+};
+/// x (rows, in) float32, `in` a multiple of 32, as levels; an Error names any other shape.
+Int8Levels int8_levels(const Tensor& x);
+/// Levels (..., 4) int32 as one word of their bytes, little-endian: (..., 1) uint32 (a sum of
+/// shifted bytes, elementwise).
+Tensor level_words(const Tensor& q);
 /// x (rows, in) float32, `in` a multiple of 32, quantized and packed.
 Int8Rows quantize_rows_int8(const Tensor& x);
 /// x (rows, in) float32 rounded to its int8 levels: scale * level, as float32.

@@ -17,11 +17,98 @@ constexpr int64_t kPair = 64;                      // values per pair of sub-blo
 constexpr int64_t kPairWords = kPair / 8;          // nibble words per pair
 constexpr int64_t kPairsPerBlock = kQK_K / kPair;  // pairs per super-block
 static_assert(kInt8Block * 2 == kPair, "x's scales: two per pair");
+// A pair's words, and its scales or mins, at most (Q6_K: 12 words, 4 scales).
+using PairWords = uint32_t[kPairWords + 4];
+using PairScales = float[4];
+
+// Nibble word w of a pair: byte k holds level 4w + k of the low sub-block in its low nibble and
+// the high sub-block's in its high nibble (Q4_K's own layout).
+uint32_t nibble_word(const uint8_t* low, const uint8_t* high, int64_t w) {
+  uint32_t word = 0;
+  for (int64_t k = 0; k < 4; ++k)
+    word |= uint32_t((low[4 * w + k] & 15) | (high[4 * w + k] & 15) << 4) << (8 * k);
+  return word;
+}
+
+// Q4_K: the pair's 32 bytes of nibbles are its 8 words as they are; per sub-block d * sc and
+// dmin * m.
+void pack_q4_k(const uint8_t* block, PairWords* words, PairScales* scales, PairScales* mins) {
+  const float d = load_f16(block + q4_k::kD), dmin = load_f16(block + q4_k::kDmin);
+  for (int64_t j = 0; j < kPairsPerBlock; ++j) {
+    for (int64_t h = 0; h < 2; ++h) {
+      uint8_t sc = 0, m = 0;
+      unpack_scale_min_k4(static_cast<int>(2 * j + h), block + q4_k::kScales, &sc, &m);
+      scales[j][h] = d * sc;
+      mins[j][h] = dmin * m;
+    }
+    const uint8_t* qs = block + q4_k::kQs + j * 4 * kPairWords;
+    for (int64_t w = 0; w < kPairWords; ++w) words[j][w] = load_u32(qs + 4 * w);
+  }
+}
+
+// Q6_K: the levels' low 4 bits as nibble words, then 4 words of their high 2 bits: byte k of
+// high word i holds those of low-sub-block level 4i + k (bits 0-1), the high sub-block's (2-3),
+// and of levels 4(i + 4) + k likewise (4-5, 6-7). Per 16 values d * sc; the offset 32 is the
+// kernel's.
+void pack_q6_k(const uint8_t* block, PairWords* words, PairScales* scales, PairScales*) {
+  // Element 128h + 32(2qhi + qlo) + l: nibble qhi of ql[64h + 32qlo + l], bits 2(2qhi + qlo)..
+  // of qh[32h + l] (see dequantize_q6_k).
+  uint8_t low[kQK_K], high[kQK_K];
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t l = 0; l < 32; ++l) {
+      const uint8_t ql0 = block[q6_k::kQl + 64 * h + l], ql1 = block[q6_k::kQl + 64 * h + 32 + l],
+                    qh = block[q6_k::kQh + 32 * h + l];
+      uint8_t* lo = low + 128 * h + l;
+      uint8_t* hi = high + 128 * h + l;
+      lo[0] = ql0 & 15, lo[32] = ql1 & 15, lo[64] = ql0 >> 4, lo[96] = ql1 >> 4;
+      hi[0] = qh & 3, hi[32] = (qh >> 2) & 3, hi[64] = (qh >> 4) & 3, hi[96] = qh >> 6;
+    }
+  const float d = load_f16(block + q6_k::kD);
+  for (int64_t j = 0; j < kPairsPerBlock; ++j) {
+    const uint8_t *lo = low + kPair * j, *hi = high + kPair * j;
+    for (int64_t w = 0; w < kPairWords; ++w) words[j][w] = nibble_word(lo, lo + 32, w);
+    for (int64_t i = 0; i < 4; ++i) {
+      uint32_t word = 0;
+      for (int64_t k = 0; k < 4; ++k) {
+        const int64_t a = 4 * i + k, b = 4 * (i + 4) + k;
+        word |= uint32_t(hi[a] | hi[32 + a] << 2 | hi[b] << 4 | hi[32 + b] << 6) << (8 * k);
+      }
+      words[j][kPairWords + i] = word;
+    }
+    for (int64_t s = 0; s < 4; ++s)
+      scales[j][s] = d * float(static_cast<int8_t>(block[q6_k::kScales + 4 * j + s]));
+  }
+}
+
+// A format's packed pair: its words of levels, scales and mins per pair (the layout in the
+// header, with these counts).
+struct Packing {
+  GgmlType type;
+  int64_t words, scales, mins;
+  size_t block_bytes;
+  // A block's pairs.
+  void (*pack)(const uint8_t* block, PairWords* words, PairScales* scales, PairScales* mins);
+};
+constexpr Packing kPackings[] = {
+    {GgmlType::Q4_K, kPairWords, 2, 2, q4_k::kBytes, pack_q4_k},
+    {GgmlType::Q6_K, kPairWords + 4, 4, 0, q6_k::kBytes, pack_q6_k},
+};
+
+const Packing* packing_of(GgmlType type) {
+  for (const Packing& p : kPackings)
+    if (p.type == type) return &p;
+  return nullptr;
+}
 
 }  // namespace
 
 bool matmul_int8_supports(GgmlType type, int64_t in) {
-  return type == GgmlType::Q4_K && in > 0 && in % (kPair * kMatmulInt8Pairs) == 0;
+  return packing_of(type) && in > 0 && in % (kPair * kMatmulInt8Pairs) == 0;
+}
+
+int64_t packed_bytes(GgmlType type, int64_t out, int64_t in) {
+  const Packing& p = *packing_of(type);
+  return out * (in / kPair) * (p.words + p.scales + p.mins) * 4;
 }
 
 PackedInt8Weight pack_matmul_int8(GgmlType type, std::span<const std::byte> blocks, int64_t out,
@@ -29,82 +116,119 @@ PackedInt8Weight pack_matmul_int8(GgmlType type, std::span<const std::byte> bloc
   const QuantFormat& f = format_of(type);
   if (!matmul_int8_supports(type, in) || out <= 0)
     fail("matmul_int8: {} ({}, {}) has no packed int8 form", f.name, out, in);
+  const Packing& p = *packing_of(type);
   const int64_t nb = in / kQK_K, g_count = in / kPair;
-  if (static_cast<int64_t>(blocks.size()) != out * nb * static_cast<int64_t>(q4_k::kBytes))
-    fail("matmul_int8: {} ({}, {}) needs {} bytes, got {}", f.name, out, in,
-         out * nb * static_cast<int64_t>(q4_k::kBytes), blocks.size());
+  const int64_t bytes = out * nb * static_cast<int64_t>(p.block_bytes);
+  if (static_cast<int64_t>(blocks.size()) != bytes)
+    fail("matmul_int8: {} ({}, {}) needs {} bytes, got {}", f.name, out, in, bytes, blocks.size());
   // One buffer in huge pages (base/huge_pages.h): words, then scales, then mins, each of 4-byte
   // elements; the packing's threads fault it in.
   static HugePageArena arena;
-  const int64_t n_words = out * kPairWords * g_count, n_scales = out * 2 * g_count;
+  const int64_t n_words = out * p.words * g_count, n_scales = out * p.scales * g_count,
+                n_mins = out * p.mins * g_count;
   std::shared_ptr<std::byte> buffer = arena.allocate(
-      static_cast<size_t>(n_words + 2 * n_scales) * 4, fmt::format("a packed {} weight", f.name));
+      static_cast<size_t>(packed_bytes(type, out, in)), fmt::format("a packed {} weight", f.name));
   auto* words = reinterpret_cast<uint32_t*>(buffer.get());
   auto* scales = reinterpret_cast<float*>(words + n_words);
   float* mins = scales + n_scales;
   const auto* src = reinterpret_cast<const uint8_t*>(blocks.data());
   ThreadPool::instance().parallel_for(out, [&](int64_t begin, int64_t end) {
+    PairWords pw[kPairsPerBlock];
+    PairScales ps[kPairsPerBlock], pm[kPairsPerBlock];
     for (int64_t o = begin; o < end; ++o)
       for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* block = src + (o * nb + b) * static_cast<int64_t>(q4_k::kBytes);
-        const float d = load_f16(block + q4_k::kD), dmin = load_f16(block + q4_k::kDmin);
+        p.pack(src + (o * nb + b) * static_cast<int64_t>(p.block_bytes), pw, ps, pm);
         for (int64_t j = 0; j < kPairsPerBlock; ++j) {
           const int64_t g = b * kPairsPerBlock + j;
-          for (int64_t h = 0; h < 2; ++h) {
-            uint8_t sc = 0, m = 0;
-            unpack_scale_min_k4(static_cast<int>(2 * j + h), block + q4_k::kScales, &sc, &m);
-            const auto at = static_cast<size_t>((o * 2 + h) * g_count + g);
-            scales[at] = d * sc;
-            mins[at] = dmin * m;
-          }
-          const uint8_t* qs = block + q4_k::kQs + j * 4 * kPairWords;
-          for (int64_t w = 0; w < kPairWords; ++w)
-            words[static_cast<size_t>((o * kPairWords + w) * g_count + g)] = load_u32(qs + 4 * w);
+          for (int64_t i = 0; i < p.words; ++i) words[(o * p.words + i) * g_count + g] = pw[j][i];
+          for (int64_t i = 0; i < p.scales; ++i)
+            scales[(o * p.scales + i) * g_count + g] = ps[j][i];
+          for (int64_t i = 0; i < p.mins; ++i) mins[(o * p.mins + i) * g_count + g] = pm[j][i];
         }
       }
   });
-  auto part = [&](int64_t first, int64_t count, const std::vector<int64_t>& shape, DType dtype) {
+  auto part = [&](int64_t first, int64_t count, int64_t per, DType dtype) {
+    if (count == 0) return Tensor();
     return Tensor::from_host_memory({buffer.get() + first * 4, static_cast<size_t>(count) * 4},
-                                    shape, dtype, device, buffer);
+                                    {out, per, g_count}, dtype, device, buffer);
   };
-  return {part(0, n_words, {out, kPairWords, g_count}, dtypes::uint32),
-          part(n_words, n_scales, {out, 2, g_count}, dtypes::float32),
-          part(n_words + n_scales, n_scales, {out, 2, g_count}, dtypes::float32)};
+  return {type, part(0, n_words, p.words, dtypes::uint32),
+          part(n_words, n_scales, p.scales, dtypes::float32),
+          part(n_words + n_scales, n_mins, p.mins, dtypes::float32)};
 }
 
-Tensor matmul_int8(const Int8Rows& x, const PackedInt8Weight& w) {
+Int8Pairs quantize_pairs_int8(const Tensor& x) {
+  if (x.ndim() != 2 || x.size(1) % kPair != 0)
+    fail("matmul_int8: need rows of a multiple of {} values, got {}", kPair, shape_str(x.shape()));
+  const int64_t rows = x.size(0), g_count = x.size(1) / kPair;
+  const Int8Levels l = int8_levels(x);
+  // Materialized with the pairs innermost: each lane group's loads are then contiguous.
+  const Tensor words = level_words(l.q.reshape({rows, g_count, 2 * kPairWords, 4}))
+                           .reshape({rows, g_count, 2 * kPairWords})
+                           .permute({0, 2, 1})
+                           .bitcast(dtypes::int32)
+                           .contiguous();
+  const Tensor scale = l.scale.reshape({rows, g_count, 2, 1});
+  // The sums of 16 (one reduce), and of 32 as pairs of them.
+  const Tensor sum16 =
+      l.q.reshape({rows, g_count, 2, 2, kInt8Block / 2}).sum({-1}).cast(dtypes::float32) * scale;
+  const Tensor sum32 = sum16.shrink({{0, rows}, {0, g_count}, {0, 2}, {0, 1}}) +
+                       sum16.shrink({{0, rows}, {0, g_count}, {0, 2}, {1, 2}});
+  return {words, cat({scale.reshape({rows, g_count, 2}), sum32.reshape({rows, g_count, 2}),
+                      sum16.reshape({rows, g_count, 4})},
+                     2)
+                     .permute({0, 2, 1})
+                     .contiguous()};
+}
+
+Tensor matmul_int8(const Int8Pairs& x, const PackedInt8Weight& w) {
   const int64_t rows = x.words.size(0), out = w.words.size(0), g_count = w.words.size(2);
-  if (x.words.ndim() != 2 || x.words.size(1) != g_count * 2 * kPairWords)
-    fail("matmul_int8: {} inputs, x has {}", g_count * kPair, shape_str(x.words.shape()));
-  // x's words, scales and level sums per pair, materialized with the pairs innermost: each lane
-  // group's loads are then contiguous.
-  auto by_pair = [&](const Tensor& t, int64_t per) {
-    return t.reshape({rows, g_count, per})
-        .permute({0, 2, 1})
-        .contiguous()
-        .reshape({rows, 1, per, g_count});
-  };
-  const Tensor xw = by_pair(x.words, 2 * kPairWords), xs = by_pair(x.scale, 2),
-               xsum = by_pair(x.sum32, 2);
-  // Word w of a pair holds 4 levels of the low sub-block (its low nibbles) and 4 of the high.
-  const Tensor q = w.words.reshape({1, out, kPairWords, g_count});
-  const Tensor level[2] = {q & 0x0F0F0F0F, idiv(q, 16) & 0x0F0F0F0F};
+  if (x.words.ndim() != 3 || x.words.size(2) != g_count)
+    fail("matmul_int8: {} inputs, x has {} pairs", g_count * kPair,
+         x.words.ndim() == 3 ? x.words.size(2) : 0);
+  const Tensor xw = x.words.reshape({rows, 1, 2 * kPairWords, g_count}),
+               xs = x.sums.reshape({rows, 1, 8, g_count});
   auto at = [&](const Tensor& t, int64_t i) {
     return t.shrink({{0, t.size(0)}, {0, t.size(1)}, {i, i + 1}, {0, g_count}});
   };
-  const Tensor scales = w.scales.reshape({1, out, 2, g_count}),
-               mins = w.mins.reshape({1, out, 2, g_count});
+  const Tensor q = w.words.reshape({1, out, w.words.size(1), g_count}),
+               scales = w.scales.reshape({1, out, w.scales.size(1), g_count});
+  // Nibble word i's levels of the low (h = 0) or the high sub-block.
+  auto nibbles = [&](int64_t i, int64_t h) {
+    return (h ? idiv(at(q, i), 16) : at(q, i)) & 0x0F0F0F0F;
+  };
+  // A run of the pair's words as a sum of DOT4s, not a reduce: one int32 chain per lane (codegen
+  // folds each addition into the vpdpbusd that accumulates), converted once.
+  auto products = [&](int64_t h, int64_t first, int64_t count, auto&& level) {
+    Tensor acc;
+    for (int64_t i = first; i < first + count; ++i) {
+      const Tensor p = dot4(level(i), at(xw, h * kPairWords + i));
+      acc = i > first ? acc + p : p;
+    }
+    return acc.cast(dtypes::float32);
+  };
   Tensor terms;
   for (int64_t h = 0; h < 2; ++h) {
-    // The sub-block's 8 products as a sum of DOT4s, not a reduce: one int32 chain per lane
-    // (codegen folds each addition into the vpdpbusd that accumulates).
-    Tensor acc;
-    for (int64_t i = 0; i < kPairWords; ++i) {
-      const Tensor p = dot4(at(level[h], i), at(xw, h * kPairWords + i));
-      acc = i ? acc + p : p;
+    // x's sums row: scale of sub-block h at h, its sum32 at 2 + h, its sums of 16 at 4 + 2h..
+    Tensor t;
+    if (w.type == GgmlType::Q4_K) {
+      const Tensor mins = w.mins.reshape({1, out, 2, g_count});
+      t = products(h, 0, kPairWords, [&](int64_t i) { return nibbles(i, h); }) *
+              (at(scales, h) * at(xs, h)) -
+          at(mins, h) * at(xs, 2 + h);
+    } else {  // Q6_K: two groups of 16 per sub-block, levels offset by 32
+      auto level = [&](int64_t i) {
+        const int64_t shift = 4 * (i / 4) + 2 * h;
+        const Tensor high = at(q, kPairWords + i % 4);
+        return nibbles(i, h) + ((shift ? idiv(high, int64_t{1} << shift) : high) & 0x03030303) * 16;
+      };
+      for (int64_t s = 0; s < 2; ++s) {
+        const Tensor ds = at(scales, 2 * h + s);
+        const Tensor u = ds * (products(h, 4 * s, 4, level) * at(xs, h) -
+                               static_cast<double>(q6_k::kOffset) * at(xs, 4 + 2 * h + s));
+        t = s ? t + u : u;
+      }
     }
-    const Tensor t =
-        acc.cast(dtypes::float32) * (at(scales, h) * at(xs, h)) - at(mins, h) * at(xsum, h);
     terms = h ? terms + t : t;
   }
   return terms.reshape({rows, out, g_count}).sum({-1});

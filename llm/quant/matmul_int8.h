@@ -1,18 +1,20 @@
-// A prefill chunk's product with a Q4_K weight as int8 dot products (DOT4: x86 vpdpbusd) over the
-// weight repacked once at load. The vector lanes run along a weight row's pairs of sub-blocks (a
-// pair is one 32-byte run of a super-block's nibbles: the low nibbles are sub-block 2j, the high
-// ones 2j+1), so each lane sums its two sub-blocks' 8 words of products in int32 (a chain of
-// vpdpbusd) and converts and scales once per sub-block. The matvec form (linear_int8.h) reads the
-// file's blocks, where a lane's words belong to different sub-blocks: it converts and scales every
-// word, which costs a chunk of rows more than the float path saves.
+// A prefill chunk's product with a Q4_K or Q6_K weight as int8 dot products (DOT4: x86 vpdpbusd)
+// over the weight repacked once at load. The vector lanes run along a weight row's pairs of
+// 32-value sub-blocks (64 consecutive values), so each lane sums a sub-block's words of products
+// in int32 (a chain of vpdpbusd) and converts and scales once per sub-block (Q6_K: per 16
+// values). The matvec form (linear_int8.h) reads the file's blocks, where a lane's words belong
+// to different sub-blocks: it converts and scales every word, which costs a chunk of rows more
+// than the float path saves.
 //
 // With G = in / 64 pairs per row, the repacked weight is
-//   words  (out, 8, G) uint32: word w of each pair (4 levels of each of its two sub-blocks)
-//   scales (out, 2, G) float32: d * sc of the pair's low and high sub-block
-//   mins   (out, 2, G) float32: dmin * m of the same
-// and x's int8 rows (int8_rows.h) are permuted alike: words (rows, 16, G), scale and sum32
-// (rows, 2, G). The products are those of the float path over the rounded rows
-// (round_rows_int8), summed in another order.
+//   words  (out, W, G) uint32: 8 nibble words per pair, byte k of word w holding level 4w + k of
+//          the low sub-block (low nibble) and of the high one (Q4_K's own layout); Q6_K adds 4
+//          words of the levels' high 2 bits (pack_q6_k): W = 8 or 12
+//   scales (out, S, G) float32: d * sc per sub-block (Q4_K, S = 2) or per 16 values (Q6_K, S = 4)
+//   mins   (out, 2, G) float32: Q4_K's dmin * m per sub-block (Q6_K's offset 32 is a constant)
+// 48 (Q4_K) or 64 (Q6_K) bytes per 64 values, beside the file's 36 or 52.5. x's int8 rows
+// (int8_rows.h) are laid out alike (Int8Pairs), straight from its levels. The products are those
+// of the float path over the rounded rows (round_rows_int8), summed in another order.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -30,19 +32,33 @@ inline constexpr int64_t kMatmulInt8Pairs = 8;
 
 /// A weight repacked for matmul_int8 (the layout above).
 struct PackedInt8Weight {
-  Tensor words, scales, mins;
+  GgmlType type{};
+  Tensor words, scales, mins;  // mins: Q4_K only
 };
 
-/// Whether matmul_int8 takes a `type` weight with rows of `in` elements: Q4_K with `in` a
-/// multiple of 64 * kMatmulInt8Pairs.
+/// Whether matmul_int8 takes a `type` weight with rows of `in` elements: Q4_K and Q6_K with `in`
+/// a multiple of 64 * kMatmulInt8Pairs.
 bool matmul_int8_supports(GgmlType type, int64_t in);
+
+/// Bytes of the repacked (out, in) `type` weight (matmul_int8_supports).
+int64_t packed_bytes(GgmlType type, int64_t out, int64_t in);
 
 /// The (out, in) `type` weight's blocks repacked on the host (in parallel) onto `device`; errors
 /// name the type and sizes when the blocks do not make such a weight.
 PackedInt8Weight pack_matmul_int8(GgmlType type, std::span<const std::byte> blocks, int64_t out,
                                   int64_t in, const std::string& device);
 
+/// x's int8 rows laid out for matmul_int8, G = in / 64 pairs per row.
+struct Int8Pairs {
+  Tensor words;  // (rows, 16, G) int32: a pair's words of levels, 8 of its low sub-block, 8 high
+  Tensor sums;   // (rows, 8, G) float32: the low and high sub-block's scale, their sum32, then
+                 // the sums of 16 (int8_rows.h) of the low sub-block and of the high one
+};
+/// x (rows, in) float32, `in` a multiple of 64, quantized (int8_rows.h) and laid out: two
+/// kernels over the levels.
+Int8Pairs quantize_pairs_int8(const Tensor& x);
+
 /// x's rows times the transpose of the packed weight: (rows, out) float32.
-Tensor matmul_int8(const Int8Rows& x, const PackedInt8Weight& w);
+Tensor matmul_int8(const Int8Pairs& x, const PackedInt8Weight& w);
 
 }  // namespace ugrad::llm

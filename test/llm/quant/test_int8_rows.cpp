@@ -95,8 +95,8 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
     GgmlType type;
     int64_t out, in;
   };
-  // Q6_K's 210-byte blocks pair up: in = 512 has one pair per row, 1536 three. Q4_K from 512
-  // inputs also has the packed GEMM form (matmul_int8): 8 lanes at 512, 16 at 1024.
+  // Q6_K's 210-byte blocks pair up: in = 512 has one pair per row, 1536 three. Q4_K and Q6_K
+  // from 512 inputs also have the packed GEMM form (matmul_int8): 8 lanes at 512, 16 at 1024.
   for (Case c : {Case{GgmlType::Q4_K, 48, 768},
                  {GgmlType::Q4_K, 300, 256},
                  {GgmlType::Q4_K, 20, 512},
@@ -125,10 +125,12 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
     Tensor words = Tensor::from_host_memory(std::as_bytes(std::span(bytes)), {n / 4},
                                             dtypes::uint32, "CPU", nullptr);
     const bool gemm = matmul_int8_supports(type, in);
-    CHECK(gemm == (type == GgmlType::Q4_K && in % 512 == 0));
+    CHECK(gemm == (type != GgmlType::Q5_K && in % 512 == 0));
     const PackedInt8Weight packed =
         gemm ? pack_matmul_int8(type, std::as_bytes(std::span(bytes)), out, in, "CPU")
              : PackedInt8Weight{};
+    if (gemm)  // per 64 values: 8 words, 2 scales, 2 mins; Q6_K: 12 words, 4 scales
+      CHECK(packed_bytes(type, out, in) == out * in / 64 * (type == GgmlType::Q4_K ? 48 : 64));
     // One row and two through linear_int8; two and 33 through the GEMM where it takes the weight.
     for (auto [rows, through_gemm] : {std::pair{1, false}, {2, false}, {2, true}, {33, true}}) {
       if (through_gemm && !gemm) continue;
@@ -136,9 +138,10 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
       CAPTURE(through_gemm);
       std::vector<float> x = activations(rows, in, 7), scales;
       std::vector<int> q = levels(x, scales);
-      const Int8Rows xt = quantize_rows_int8(Tensor::from_vector(x, {rows, in}));
+      const Tensor xt = Tensor::from_vector(x, {rows, in});
       std::vector<float> got =
-          (through_gemm ? matmul_int8(xt, packed) : linear_int8(xt, type, blocks, words, out, in))
+          (through_gemm ? matmul_int8(quantize_pairs_int8(xt), packed)
+                        : linear_int8(quantize_rows_int8(xt), type, blocks, words, out, in))
               .to_vector<float>();
       REQUIRE(got.size() == size_t(rows * out));
       for (int64_t r = 0; r < rows; ++r)
@@ -162,7 +165,7 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
   CHECK_THROWS_WITH_AS(linear_int8(quantize_rows_int8(Tensor::zeros({1, 256})), GgmlType::Q6_K,
                                    Tensor::zeros({210}, dtypes::uint8), Tensor(), 1, 256),
                        doctest::Contains("Q6_K rows of 256 inputs have no int8 form"), Error);
-  // The packed GEMM form: Q4_K rows of a multiple of 512, its blocks' bytes exactly.
+  // The packed GEMM form: Q4_K and Q6_K rows of a multiple of 512, their blocks' bytes exactly.
   CHECK(!matmul_int8_supports(GgmlType::Q5_K, 512));
   const std::vector<std::byte> block(144);
   CHECK_THROWS_WITH_AS(pack_matmul_int8(GgmlType::Q4_K, block, 1, 256, "CPU"),
@@ -171,6 +174,8 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
                        doctest::Contains("Q4_K (1, 512) needs 288 bytes, got 144"), Error);
   const PackedInt8Weight two =
       pack_matmul_int8(GgmlType::Q4_K, std::vector<std::byte>(288), 1, 512, "CPU");
-  CHECK_THROWS_WITH_AS(matmul_int8(quantize_rows_int8(Tensor::zeros({2, 1024})), two),
-                       doctest::Contains("512 inputs, x has (2, 256)"), Error);
+  CHECK_THROWS_WITH_AS(matmul_int8(quantize_pairs_int8(Tensor::zeros({2, 1024})), two),
+                       doctest::Contains("512 inputs, x has 16 pairs"), Error);
+  CHECK_THROWS_WITH_AS(quantize_pairs_int8(Tensor::zeros({2, 96})),
+                       doctest::Contains("a multiple of 64 values, got (2, 96)"), Error);
 }
