@@ -48,10 +48,16 @@ void check_against_reference(GgmlType type, bool tied, double tol) {
     CAPTURE(p);
     CHECK(rel_err(got, want) < tol);
   }
-  // Greedy tokens agree.
+  // Greedy tokens agree, or the reference's logit of the model's choice is within the
+  // tolerance's reach of its top one (where every logit may be off by tol * max|want|, two
+  // logits closer than twice that may swap: Q4_K's demo model has its top two 6e-4 apart).
   int32_t a = static_cast<int32_t>(std::max_element(got.begin(), got.end()) - got.begin());
   int32_t b = static_cast<int32_t>(std::max_element(want.begin(), want.end()) - want.begin());
-  CHECK(a == b);
+  double scale = 0;
+  for (float v : want) scale = std::max(scale, double(std::fabs(v)));
+  CAPTURE(a);
+  CAPTURE(b);
+  CHECK((a == b || want[b] - want[a] <= 2 * tol * scale));
 }
 
 }  // namespace
