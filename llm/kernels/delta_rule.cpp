@@ -83,16 +83,25 @@ Tensor delta_rule_chunk(const Tensor& state, const Tensor& old, const Tensor& q,
     Tensor off = a * index_mask(n, off_block, device);
     t = (t - t.matmul(off).matmul(t)).contiguous();
   }
+  // Every product is its own kernel over materialized operands: an expression operand costs a
+  // matmul its register tiling, and two products summed in one kernel (reduces over their own
+  // ranges, one with strided loads) got no optimization at all (at the Qwen3.5-0.8B shape these
+  // kernels ran 0.5-1.5 ms per chunk and layer).
+  auto product = [](const Tensor& a, const Tensor& b) {
+    return a.contiguous().matmul(b.contiguous()).contiguous();
+  };
   Tensor eg = cum.exp().unsqueeze(-1);  // (heads, n, 1)
   Tensor s = old.transpose();           // (heads, d_k, d_v)
-  Tensor vp = t.matmul(vh * bh) - t.matmul(kb * eg).matmul(s);
-  Tensor out = (qh * eg).matmul(s) + (qh.matmul(kh.transpose()) * decays).matmul(vp);
+  Tensor vp = product(t, vh * bh) - product(product(t, kb * eg), s);
+  Tensor qk = qh.matmul(kh.transpose()) * decays;
+  Tensor out = product(qh * eg, s) + product(qk, vp);
   Tensor done[] = {out.permute({1, 0, 2}), vp};
   Tensor::realize_all(done);
   // In place: element (h, j, i) reads only itself of the old state (and V', computed before).
   Tensor g_last = cum.shrink({{0, heads}, {n - 1, n}});  // (heads, 1)
   Tensor k_decayed = kh * (g_last - cum).exp().unsqueeze(-1);
-  state.assign(old * g_last.exp().unsqueeze(-1) + done[1].transpose().matmul(k_decayed)).realize();
+  state.assign(old * g_last.exp().unsqueeze(-1) + product(done[1].transpose(), k_decayed))
+      .realize();
   return done[0];
 }
 
