@@ -188,23 +188,30 @@ Tensor matmul_int8(const Int8Pairs& x, const PackedInt8Weight& w) {
          x.words.ndim() == 3 ? x.words.size(2) : 0);
   const Tensor xw = x.words.reshape({rows, 1, 2 * kPairWords, g_count}),
                xs = x.sums.reshape({rows, 1, 8, g_count});
-  auto at = [&](const Tensor& t, int64_t i) {
-    return t.shrink({{0, t.size(0)}, {0, t.size(1)}, {i, i + 1}, {0, g_count}});
+  // Words [first, first + count) along axis 2 (word i alone: count 1).
+  auto words = [&](const Tensor& t, int64_t first, int64_t count) {
+    return t.shrink({{0, t.size(0)}, {0, t.size(1)}, {first, first + count}, {0, g_count}});
   };
+  auto at = [&](const Tensor& t, int64_t i) { return words(t, i, 1); };
   const Tensor q = w.words.reshape({1, out, w.words.size(1), g_count}),
                scales = w.scales.reshape({1, out, w.scales.size(1), g_count});
-  // Nibble word i's levels of the low (h = 0) or the high sub-block.
-  auto nibbles = [&](int64_t i, int64_t h) {
-    return (h ? idiv(at(q, i), 16) : at(q, i)) & 0x0F0F0F0F;
-  };
-  // A run of the pair's words as a sum of DOT4s, not a reduce: one int32 chain per lane (codegen
-  // folds each addition into the vpdpbusd that accumulates), converted once.
-  auto products = [&](int64_t h, int64_t first, int64_t count, auto&& level) {
-    Tensor acc;
-    for (int64_t i = first; i < first + count; ++i) {
-      const Tensor p = dot4(level(i), at(xw, h * kPairWords + i));
-      acc = i > first ? acc + p : p;
-    }
+  // The nibble words' levels of the low and of the high sub-block, each (1, out, 8, G).
+  const Tensor nibbles = words(q, 0, kPairWords);
+  Tensor levels[2] = {nibbles & 0x0F0F0F0F, idiv(nibbles, 16) & 0x0F0F0F0F};
+  if (w.type == GgmlType::Q6_K) {
+    // High bits: word i's are bits 4(i / 4) + 2h.. of high word i % 4.
+    const Tensor high = words(q, kPairWords, 4);
+    const Tensor by_word = cat({high, idiv(high, 16)}, 2);
+    for (int64_t h = 0; h < 2; ++h)
+      levels[h] = levels[h] + ((h ? idiv(by_word, 4) : by_word) & 0x03030303) * 16;
+  }
+  // Sub-block h's products of words [first, first + count) as a sum of DOT4s, not a reduce: one
+  // int32 chain per lane (codegen folds each addition into the vpdpbusd that accumulates),
+  // converted once.
+  auto products = [&](int64_t h, int64_t first, int64_t count) {
+    const Tensor p = dot4(words(levels[h], first, count), words(xw, h * kPairWords + first, count));
+    Tensor acc = at(p, 0);
+    for (int64_t i = 1; i < count; ++i) acc = acc + at(p, i);
     return acc.cast(dtypes::float32);
   };
   Tensor terms;
@@ -213,18 +220,11 @@ Tensor matmul_int8(const Int8Pairs& x, const PackedInt8Weight& w) {
     Tensor t;
     if (w.type == GgmlType::Q4_K) {
       const Tensor mins = w.mins.reshape({1, out, 2, g_count});
-      t = products(h, 0, kPairWords, [&](int64_t i) { return nibbles(i, h); }) *
-              (at(scales, h) * at(xs, h)) -
-          at(mins, h) * at(xs, 2 + h);
+      t = products(h, 0, kPairWords) * (at(scales, h) * at(xs, h)) - at(mins, h) * at(xs, 2 + h);
     } else {  // Q6_K: two groups of 16 per sub-block, levels offset by 32
-      auto level = [&](int64_t i) {
-        const int64_t shift = 4 * (i / 4) + 2 * h;
-        const Tensor high = at(q, kPairWords + i % 4);
-        return nibbles(i, h) + ((shift ? idiv(high, int64_t{1} << shift) : high) & 0x03030303) * 16;
-      };
       for (int64_t s = 0; s < 2; ++s) {
         const Tensor ds = at(scales, 2 * h + s);
-        const Tensor u = ds * (products(h, 4 * s, 4, level) * at(xs, h) -
+        const Tensor u = ds * (products(h, 4 * s, 4) * at(xs, h) -
                                static_cast<double>(q6_k::kOffset) * at(xs, 4 + 2 * h + s));
         t = s ? t + u : u;
       }
