@@ -12,7 +12,8 @@ work=${FUZZ_GGUF_DIR:-$root/build-fuzz-gguf}
 cxx=${CLANGXX:-clang++-14}
 command -v "$cxx" >/dev/null || { echo "fuzz_gguf: $cxx not found (apt install clang-14 libclang-rt-14-dev)" >&2; exit 2; }
 
-lib_sources=("$root"/llm/gguf/*.cpp "$root/llm/quant/formats.cpp" "$root/base/env.cpp" "$root/base/quote.cpp")
+lib_sources=("$root"/llm/gguf/*.cpp "$root/llm/quant/formats.cpp" "$root/base/env.cpp" "$root/base/quote.cpp"
+             "$root/base/huge_pages.cpp")
 common=(-std=c++20 -g -O1 -fno-omit-frame-pointer -I"$root")
 san=(-fsanitize=address,undefined -fno-sanitize-recover=undefined)
 
