@@ -1,6 +1,7 @@
 #include "base/huge_pages.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -28,6 +29,20 @@ std::optional<HugePageRegion> map_huge_pages(size_t bytes) {
 }
 
 void unmap_huge_pages(const HugePageRegion& r) { ::munmap(r.region, r.region_size); }
+
+std::future<void> prefault_async(std::vector<std::span<std::byte>> ranges) {
+  return std::async(std::launch::async, [ranges = std::move(ranges)] {
+#ifdef MADV_POPULATE_WRITE
+    const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    for (const std::span<std::byte> r : ranges) {
+      if (r.empty()) continue;
+      const uintptr_t begin = reinterpret_cast<uintptr_t>(r.data()) / page * page,
+                      end = reinterpret_cast<uintptr_t>(r.data() + r.size());
+      ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
+    }
+#endif
+  });
+}
 
 std::shared_ptr<std::byte> HugePageArena::allocate(size_t bytes, std::string_view what) {
   const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;

@@ -5,10 +5,13 @@
 // 2 MiB at once (a 4 KiB fault cost ~13 us in a VM).
 #pragma once
 #include <cstddef>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string_view>
+#include <vector>
 
 namespace ugrad {
 
@@ -23,6 +26,13 @@ struct HugePageRegion {
 std::optional<HugePageRegion> map_huge_pages(size_t bytes);
 /// Releases a region of map_huge_pages.
 void unmap_huge_pages(const HugePageRegion& r);
+
+/// Faults in the pages of `ranges` (MADV_POPULATE_WRITE: no byte is written, so writes to them
+/// meanwhile are safe) on a thread of its own: memory that is about to be written gets its pages
+/// while the caller does other work (in a VM a first touch cost ~13 us per 4 KiB page). The
+/// memory must outlive the returned future (whose destructor waits). Where the kernel lacks the
+/// advice (before Linux 5.14) the pages fault in when first written, as without it.
+std::future<void> prefault_async(std::vector<std::span<std::byte>> ranges);
 
 /// Bump allocation of huge-page memory for buffers that live as long as a model (weights repacked
 /// at load): chunks of at least kChunkBytes, so that small buffers do not each leave the rest of

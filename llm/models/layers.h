@@ -3,6 +3,7 @@
 // (llm/kernels/chunk.h).
 #pragma once
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,6 +52,9 @@ struct FeedForward {
 /// One layer's keys and values in float16.
 class KvCache {
  public:
+  /// Positions whose pages a CPU cache faults in on a thread of its own from the start
+  /// (prefault_async, base/huge_pages.h), while the model loads and warms up.
+  static constexpr int64_t kPrefaultPositions = 1024;
   KvCache(int64_t max_context, int64_t kv_heads, int64_t head_dim, const std::string& device);
   /// Writes k and v (rows, kv_heads, head_dim) at the chunk's positions, then returns causal
   /// grouped-query attention of q (rows, heads, head_dim) over every cached position up to each
@@ -61,6 +65,7 @@ class KvCache {
  private:
   int64_t kv_heads_, head_dim_;
   Tensor k_, v_;
+  std::future<void> prefault_;  // destroyed (waited for) before the buffers can go
 };
 
 /// Embedding rows of `tokens` dequantized on the host (only the rows needed), padded with zero

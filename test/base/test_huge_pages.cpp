@@ -1,6 +1,9 @@
 // Host memory in huge pages (base/huge_pages.h): regions from a 2 MiB boundary, and the arena's
-// buffers aligned, zero-filled, disjoint and alive as long as their owners.
+// buffers aligned, zero-filled, disjoint and alive as long as their owners; pages faulted in ahead.
 #include <doctest/doctest.h>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <vector>
@@ -49,4 +52,39 @@ TEST_CASE("huge pages: the arena's buffers are aligned, zeroed, disjoint and out
     kept[i].get()[sizes[i] - 1] = std::byte{1};
     CHECK(kept[i].get()[sizes[i] - 1] == std::byte{1});
   }
+}
+
+namespace {
+// How many of the pages of [p, p + bytes) are resident (mincore).
+size_t resident_pages(std::byte* p, size_t bytes) {
+  const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> in_core((bytes + page - 1) / page);
+  REQUIRE(::mincore(p, bytes, in_core.data()) == 0);
+  size_t n = 0;
+  for (unsigned char c : in_core) n += c & 1;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("prefault: the ranges' pages become resident, their bytes untouched, the rest not") {
+  const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t pages = 64;
+  void* m =
+      ::mmap(nullptr, pages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(m != MAP_FAILED);
+  auto* p = static_cast<std::byte*>(m);
+  ::madvise(p, pages * page, MADV_NOHUGEPAGE);  // page by page, as the counts below assume
+  p[5] = std::byte{42};                         // written before: must survive
+  CHECK(resident_pages(p, pages * page) == 1);
+  // Two ranges, the first from inside a page: [5, 10 pages + 1) and [40 pages, 48 pages).
+  prefault_async({{p + 5, 10 * page - 4}, {p + 40 * page, 8 * page}}).get();
+#ifdef MADV_POPULATE_WRITE
+  CHECK(resident_pages(p, 11 * page) == 11);
+  CHECK(resident_pages(p + 11 * page, 29 * page) == 0);
+  CHECK(resident_pages(p + 40 * page, 8 * page) == 8);
+  CHECK(resident_pages(p + 48 * page, 16 * page) == 0);
+#endif
+  CHECK(p[5] == std::byte{42});
+  CHECK(p[page] == std::byte{0});
+  ::munmap(m, pages * page);
 }
