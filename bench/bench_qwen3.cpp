@@ -1,11 +1,14 @@
 // Qwen3 on the generic path: a Qwen3-0.6B-shaped model (28 layers, dim 1024, 16/8 heads of 128,
 // ffn 3072, vocab 151936, random weights) in Q8_0 or Q4_K. Prefill (a 512-token prompt) and decode
-// tok/s, decode against the memory-bandwidth roofline (weight bytes per token / read bandwidth
-// measured in this run), and prefill model-FLOP/s against OpenBLAS fp32 GEMM in this run.
+// tok/s, decode against the memory-bandwidth roofline (bytes read per decoded token / read
+// bandwidth measured in this run), and prefill model-FLOP/s against OpenBLAS fp32 GEMM in this run.
+// The bytes per token are the weights plus the fp16 KV cache up to the mean decoded position: a
+// long prompt (4032) measures decode at long context, where the cache is ~470 MB, as the weights.
 //   bench_qwen3 [Q8_0|Q4_K] [layers] [prompt tokens] [decode tokens]
 #include <cblas.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -59,7 +62,11 @@ int main(int argc, char** argv) {
   const double weight_bytes = bench::weight_bytes(file);
 
   const double bw = bench::read_bandwidth(kThreads);
-  const double roofline_tps = bw * 1e9 / weight_bytes;
+  // A decode step at position p reads the keys and values of p positions of every layer (fp16).
+  const double mean_position = static_cast<double>(a.prompt_len) + (run.decoded - 1) / 2.0;
+  const double kv_bytes =
+      2.0 * a.layers * o.n_kv_heads * o.head_dim * sizeof(uint16_t) * mean_position;
+  const double roofline_tps = bw * 1e9 / (weight_bytes + kv_bytes);
   // Prefill FLOPs: 2 per matrix parameter per token, less the output projection (token_embd,
   // tied), which runs for the last token of a chunk only.
   double params = 0;
@@ -68,8 +75,12 @@ int main(int argc, char** argv) {
       params += static_cast<double>(t.dims[0] * t.dims[1]);
   const double prefill_gflops = 2.0 * params * run.prefill_tps * 1e-9;
   const double blas = openblas_gflops(1024);  // with OpenBLAS's own threads (2)
-  std::printf("model: %u layers, %s, %.1f MB of weights; warm-up (compiles) %.1f s\n", a.layers,
-              a.type_name.c_str(), weight_bytes * 1e-6, run.warmup_seconds);
+  std::printf(
+      "model: %u layers, %s, %.1f MB of weights (+ %.1f MB of KV cache per decoded token at the "
+      "mean "
+      "position %.0f); warm-up (compiles) %.1f s\n",
+      a.layers, a.type_name.c_str(), weight_bytes * 1e-6, kv_bytes * 1e-6, mean_position,
+      run.warmup_seconds);
   std::printf(
       "prefill %lld tokens: %.2f tok/s (%s) = %.2f GFLOP/s (%.1f%% of OpenBLAS sgemm %.1f "
       "GFLOP/s)\n",
