@@ -47,18 +47,20 @@ std::vector<UOp> reshape_idx(const std::vector<UOp>& idx, const Shape& out, cons
 
 }  // namespace
 
-std::string ctx_key(const UOpNode* node, const Ctx& c) {
-  std::string k(reinterpret_cast<const char*>(&node), sizeof(node));
-  auto add = [&](const UOp& u) {
-    const UOpNode* p = u.node();
-    k.append(reinterpret_cast<const char*>(&p), sizeof(p));
-  };
-  for (const UOp& u : c.idx) add(u);
-  k += '|';
-  for (const UOp& u : c.scope) add(u);
-  k += '|';
-  add(c.valid);
-  return k;
+CtxKey::CtxKey(const UOp& node, const Ctx& c) {
+  nodes.reserve(c.idx.size() + c.scope.size() + 4);
+  nodes.push_back(node);
+  nodes.insert(nodes.end(), c.idx.begin(), c.idx.end());
+  nodes.emplace_back();
+  nodes.insert(nodes.end(), c.scope.begin(), c.scope.end());
+  nodes.emplace_back();
+  nodes.push_back(c.valid);
+}
+
+size_t CtxKey::Hash::operator()(const CtxKey& k) const {
+  size_t h = k.nodes.size();
+  for (const UOp& u : k.nodes) h = (h ^ std::hash<UOp>()(u)) * 0x9e3779b97f4a7c15ull;
+  return h;
 }
 
 Ctx KernelWalk::output_ctx() {
@@ -129,15 +131,15 @@ UOp KernelWalk::first_needed_buffer() {
 }
 
 const UOp& KernelWalk::value_at(const UOp& node, const Ctx& c) const {
-  return values_.at(ctx_key(node.node(), c));
+  return values_.at(CtxKey(node, c));
 }
 
 const std::vector<UOp>& KernelWalk::reduce_ranges(const UOp& red, const Ctx& c) const {
-  return reduce_ranges_.at(ctx_key(red.node(), c));
+  return reduce_ranges_.at(CtxKey(red, c));
 }
 
-// The two reduce rules; `key` is ctx_key(u, c).
-UOp KernelWalk::needs_buffer(const UOp& u, const Ctx& c, const std::string& key) {
+// The two reduce rules; `key` is CtxKey(u, c).
+UOp KernelWalk::needs_buffer(const UOp& u, const Ctx& c, const CtxKey& key) {
   // A node holding a reduce is computed in one context per kernel: in two, its loop would run
   // twice.
   if (u.op() != Op::CONST && u.op() != Op::BUFFER && has_reduce(u)) {
@@ -184,7 +186,7 @@ KernelWalk::Sources KernelWalk::sources(const UOp& u, const Ctx& c) {
       s.idx[a] = r;
       s.scope.push_back(r);
     }
-    reduce_ranges_[ctx_key(u.node(), c)] =
+    reduce_ranges_[CtxKey(u, c)] =
         std::vector<UOp>(s.scope.begin() + c.scope.size(), s.scope.end());
     if (!(u == out_) && !is_one_hot_sum(u)) inline_reduces_.push_back(u);
     out.emplace_back(u.src(0), s);

@@ -21,6 +21,18 @@ struct Ctx {
   UOp valid;
 };
 
+/// A (node, context) pair as a map key: the nodes themselves, so that the key keeps them alive
+/// (a key of their addresses matched a later, different index expression that reused the
+/// address of a freed one, and the walk returned the value it had stored for the old one).
+struct CtxKey {
+  CtxKey(const UOp& node, const Ctx& c);
+  std::vector<UOp> nodes;  // the node, the indices, an empty UOp, the scope, an empty UOp, valid
+  bool operator==(const CtxKey&) const = default;
+  struct Hash {
+    size_t operator()(const CtxKey& k) const;
+  };
+};
+
 class KernelWalk {
  public:
   using Sources = std::vector<std::pair<UOp, Ctx>>;  // (source, its context)
@@ -54,22 +66,19 @@ class KernelWalk {
   const std::vector<UOp>& inline_reduces() const { return inline_reduces_; }
 
  private:
-  UOp needs_buffer(const UOp& u, const Ctx& c, const std::string& key);
+  UOp needs_buffer(const UOp& u, const Ctx& c, const CtxKey& key);
   Sources sources(const UOp& u, const Ctx& c);
   bool has_reduce(const UOp& node);
 
   UOp out_;
   const std::unordered_map<UOp, UOp>& buffers_;
-  std::unordered_map<std::string, UOp> values_;      // by ctx_key
-  std::unordered_map<UOp, std::string> reduce_ctx_;  // node -> its one ctx_key
+  std::unordered_map<CtxKey, UOp, CtxKey::Hash> values_;
+  std::unordered_map<UOp, CtxKey> reduce_ctx_;  // node -> its one context
   std::unordered_map<UOp, bool> has_reduce_;
-  std::unordered_map<std::string, std::vector<UOp>> reduce_ranges_;  // by ctx_key
+  std::unordered_map<CtxKey, std::vector<UOp>, CtxKey::Hash> reduce_ranges_;
   std::vector<UOp> inline_reduces_;
   int64_t next_axis_ = 0;
 };
-
-/// A (node, context) pair as a map key.
-std::string ctx_key(const UOpNode* node, const Ctx& c);
 
 // An explicit stack, not recursion: model graphs are deep.
 template <class Value>
@@ -77,12 +86,12 @@ UOp KernelWalk::walk(const UOp& root, const Ctx& rc, Value value) {
   struct Item {
     UOp node;
     Ctx ctx;
-    std::string key;
+    CtxKey key;
     bool expanded = false;
     Sources srcs;
   };
   std::vector<Item> stack;
-  stack.push_back({root, rc, ctx_key(root.node(), rc), false, {}});
+  stack.push_back({root, rc, CtxKey(root, rc), false, {}});
   while (!stack.empty()) {
     Item& it = stack.back();
     if (values_.count(it.key)) {
@@ -96,7 +105,7 @@ UOp KernelWalk::walk(const UOp& root, const Ctx& rc, Value value) {
       std::vector<Item> push;
       for (auto& [s, sc] : it.srcs) {
         if (is_load(s)) continue;
-        std::string k = ctx_key(s.node(), sc);
+        CtxKey k(s, sc);
         if (!values_.count(k)) push.push_back({s, sc, k, false, {}});
       }
       for (auto& p : push) stack.push_back(std::move(p));
