@@ -99,12 +99,37 @@ std::atomic<BufferReleaseHook> g_buffer_release_hook{nullptr};
 
 struct Interner {
   std::mutex mutex;
-  // Structural hash -> nodes (distinct structures rarely share a hash).
-  std::unordered_multimap<uint64_t, const UOpNode*> table;
+  // Structural hash -> node, open addressing with linear probing over a power-of-two array
+  // (lookups are most of the cost of building graphs; a node-based multimap chased a pointer or
+  // two per probe). An empty slot has no node; an erased one holds kErased until a rehash.
+  struct Slot {
+    uint64_t hash;
+    const UOpNode* node;
+  };
+  static inline const UOpNode* const kErased = reinterpret_cast<const UOpNode*>(uintptr_t{1});
+  std::vector<Slot> slots = std::vector<Slot>(1024);
+  size_t live = 0, erased = 0;
 
   static Interner& get() {
     static Interner* instance = new Interner();  // never destroyed: nodes may outlive statics
     return *instance;
+  }
+
+  size_t mask() const { return slots.size() - 1; }
+
+  // Keeps the table at most 3/4 full counting erased slots: doubles when the live nodes fill
+  // half of it, otherwise rebuilds at its size to drop the erased ones.
+  void reserve_one() {
+    if ((live + erased + 1) * 4 <= slots.size() * 3) return;
+    std::vector<Slot> old(live * 2 >= slots.size() ? slots.size() * 2 : slots.size());
+    old.swap(slots);
+    erased = 0;
+    for (const Slot& s : old) {
+      if (!s.node || s.node == kErased) continue;
+      size_t i = s.hash & mask();
+      while (slots[i].node) i = (i + 1) & mask();
+      slots[i] = s;
+    }
   }
 
   UOp intern(Op op, DType dtype, std::vector<UOp>&& src, Arg&& arg) {
@@ -112,20 +137,31 @@ struct Interner {
         mix(mix(mix(static_cast<uint64_t>(op) + 1, hash_dtype(dtype)), arg_hash(arg)), src.size());
     for (const UOp& s : src) h = mix(h, s.hash());
     std::lock_guard lock(mutex);
-    auto [lo, hi] = table.equal_range(h);
-    for (auto it = lo; it != hi; ++it) {
-      const UOpNode* found = it->second;
-      if (!same(op, dtype, src, arg, found)) continue;
+    for (size_t i = h & mask(); slots[i].node; i = (i + 1) & mask()) {
+      Slot& slot = slots[i];
+      if (slot.hash != h || slot.node == kErased || !same(op, dtype, src, arg, slot.node)) continue;
+      const UOpNode* found = slot.node;
       int64_t r = found->refs.load(std::memory_order_relaxed);
       while (r > 0 && !found->refs.compare_exchange_weak(r, r + 1, std::memory_order_relaxed)) {
       }
       if (r > 0) return UOp(found);
-      table.erase(it);  // dying: its releaser will see it is no longer the table's entry
+      erase(slot);  // dying: its releaser will see it is no longer the table's entry
       break;
     }
+    reserve_one();
     auto* n = new UOpNode{op, dtype, std::move(src), std::move(arg), h};
-    table.emplace(h, n);
+    size_t i = h & mask();
+    while (slots[i].node && slots[i].node != kErased) i = (i + 1) & mask();
+    if (slots[i].node == kErased) --erased;
+    slots[i] = {h, n};
+    ++live;
     return UOp(n);
+  }
+
+  void erase(Slot& slot) {
+    slot.node = kErased;
+    --live;
+    ++erased;
   }
 
   // Called by the thread that dropped the last reference. Children released while destroying a
@@ -143,10 +179,9 @@ struct Interner {
       work.pop_back();
       {
         std::lock_guard lock(mutex);
-        auto [lo, hi] = table.equal_range(x->hash);
-        for (auto it = lo; it != hi; ++it)
-          if (it->second == x) {
-            table.erase(it);
+        for (size_t i = x->hash & mask(); slots[i].node; i = (i + 1) & mask())
+          if (slots[i].node == x) {
+            erase(slots[i]);
             break;
           }
       }
@@ -164,7 +199,7 @@ void set_buffer_release_hook(BufferReleaseHook hook) { g_buffer_release_hook.sto
 size_t live_uop_count() {
   Interner& in = Interner::get();
   std::lock_guard lock(in.mutex);
-  return in.table.size();
+  return in.live;
 }
 
 UOp::UOp(const UOp& o) noexcept : n_(o.n_) {

@@ -1,11 +1,10 @@
 #include "llm/kernels/int8_units.h"
 
 #include <functional>
-#include <map>
-#include <mutex>
 #include <tuple>
 
 #include "base/error.h"
+#include "llm/quant/block_exprs.h"
 #include "llm/quant/blocks.h"
 #include "llm/quant/iq4_tables.h"
 
@@ -285,18 +284,13 @@ bool reads_as_units(GgmlType type, int64_t in) {
 
 Tensor unit_table(GgmlType type, const std::string& device) {
   if (type != GgmlType::IQ4_XS) fail("unit_table: {} has no level table", format_of(type).name);
-  static std::mutex mu;
-  static std::map<std::string, Tensor> tables;
-  std::lock_guard lock(mu);
-  Tensor& t = tables[device];
-  if (!t.defined()) {
+  return constant_table("iq4_nl levels", device, [](const std::string& d) {
     std::vector<uint32_t> entries(256);
     for (int q = 0; q < 256; ++q)
       entries[q] = static_cast<uint8_t>(kIQ4NLValues[q & 15]) |
                    (uint32_t{static_cast<uint8_t>(kIQ4NLValues[q >> 4])} << 8);
-    t = Tensor::from_vector(entries, {256}, dtypes::uint32, device).realize();
-  }
-  return t;
+    return Tensor::from_vector(entries, {256}, dtypes::uint32, d);
+  });
 }
 
 }  // namespace ugrad::llm

@@ -1,5 +1,8 @@
 #include "llm/quant/block_exprs.h"
 
+#include <map>
+#include <mutex>
+
 namespace ugrad::llm {
 
 Tensor bits(const Tensor& x, int shift, int64_t mask) {
@@ -23,22 +26,36 @@ Tensor shift_upper(const Tensor& x, size_t axis, int shift) {
   return upper_half(x.dims(), axis, x.device()).where(idiv(x, int64_t{1} << shift), x);
 }
 
+Tensor constant_table(const std::string& name, const std::string& device,
+                      const std::function<Tensor(const std::string& device)>& make) {
+  static std::mutex mutex;
+  static auto* tables = new std::map<std::pair<std::string, std::string>, Tensor>();
+  std::lock_guard lock(mutex);
+  Tensor& t = (*tables)[{name, device}];
+  if (!t.defined()) t = make(device).realize();
+  return t;
+}
+
 // Read from a table: x86 converts an int to a float with two ALU uops and broadcasts it to a
 // vector with a third, while a broadcast load from a table uses no ALU port (the gather becomes
 // one load, see gather_load.h).
 std::pair<Tensor, Tensor> six_bit_floats(const std::pair<Tensor, Tensor>& ab) {
-  Tensor table = Tensor::arange(64, dtypes::float32, ab.first.device());
-  table.realize();
-  table = table.reshape({64, 1});
+  const Tensor table = constant_table("0..63", ab.first.device(), [](const std::string& device) {
+    std::vector<float> v(64);
+    for (int i = 0; i < 64; ++i) v[i] = static_cast<float>(i);
+    return Tensor::from_vector(v, {64, 1}, dtypes::float32, device);
+  });
   auto of = [&](const Tensor& t) { return table.embedding(t).reshape(t.dims()); };
   return {of(ab.first), of(ab.second)};
 }
 
 Tensor int8_floats(const Tensor& bytes) {
-  Tensor n = Tensor::arange(256, dtypes::float32, bytes.device());
-  Tensor table = n.ge(128).where(n - 256, n);
-  table.realize();
-  return table.reshape({256, 1}).embedding(bytes.cast(dtypes::int32)).reshape(bytes.dims());
+  const Tensor table = constant_table("int8", bytes.device(), [](const std::string& device) {
+    std::vector<float> v(256);
+    for (int i = 0; i < 256; ++i) v[i] = static_cast<float>(static_cast<int8_t>(i));
+    return Tensor::from_vector(v, {256, 1}, dtypes::float32, device);
+  });
+  return table.embedding(bytes.cast(dtypes::int32)).reshape(bytes.dims());
 }
 
 std::pair<Tensor, Tensor> scales_mins_k4(const Blocks& b, size_t off) {

@@ -2,6 +2,7 @@
 // the int8 linears (linear_int8.cpp) read a format's bytes with.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,6 +49,11 @@ Tensor spread(const Tensor& s, int64_t per);
 Tensor upper_half(const std::vector<int64_t>& dims, size_t axis, const std::string& device);
 /// x in the lower half of `axis`, x >> shift in the upper half.
 Tensor shift_upper(const Tensor& x, size_t axis, int shift);
+/// The table `name` on `device`, made by `make` on first use and kept: a buffer that host values
+/// are copied into, so it costs no kernel (a table computed by a kernel inside a graph the JIT
+/// captures would be computed again by every replay) and is made once, not per use.
+Tensor constant_table(const std::string& name, const std::string& device,
+                      const std::function<Tensor(const std::string& device)>& make);
 /// Two int tensors of values in [0, 64) as float32, read from one table of 0..63.
 std::pair<Tensor, Tensor> six_bit_floats(const std::pair<Tensor, Tensor>& ab);
 /// A uint8 tensor's bytes as signed values (-128..127) in float32, read from a table of the 256.
