@@ -7,12 +7,14 @@
 #include <random>
 
 #include "base/error.h"
+#include "llm/quant/block_exprs.h"
 #include "llm/quant/dequantize.h"
 #include "llm/quant/int8_rows.h"
 #include "llm/quant/lazy_dequant.h"
 #include "llm/quant/linear_int8.h"
 #include "llm/quant/matmul_int8.h"
 #include "llm/quant/quantize.h"
+#include "runtime/jit.h"
 
 using namespace ugrad;
 using namespace ugrad::llm;
@@ -178,4 +180,34 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
                        doctest::Contains("512 inputs, x has 16 pairs"), Error);
   CHECK_THROWS_WITH_AS(quantize_pairs_int8(Tensor::zeros({2, 96})),
                        doctest::Contains("a multiple of 64 values, got (2, 96)"), Error);
+}
+
+TEST_CASE("the int8 linears' float tables are constants written from the host, once per device") {
+  // Made by a kernel, a table realized while the JIT captured a graph was a launch that every
+  // replay ran again (784 of a Q6_K decode step's 1736 kernels at the 0.6B shape).
+  std::vector<uint8_t> all(256);
+  for (int i = 0; i < 256; ++i) all[i] = static_cast<uint8_t>(i);
+  const Tensor bytes = Tensor::from_vector(all, {4, 64}, dtypes::uint8, "CPU");
+  const Tensor levels = bytes.cast(dtypes::int32) & 63;
+  Tensor signed_values, six_bit;
+  {
+    CaptureScope capture(false);
+    signed_values = int8_floats(bytes);
+    six_bit = six_bit_floats({levels, levels}).first;
+    CHECK(capture.items.empty());
+  }
+  const std::vector<float> s = signed_values.to_vector<float>(), b = six_bit.to_vector<float>();
+  for (int i = 0; i < 256; ++i) {
+    CHECK(s[i] == static_cast<float>(static_cast<int8_t>(i)));
+    CHECK(b[i] == static_cast<float>(i & 63));
+  }
+  int made = 0;
+  auto make = [&](const std::string& device) {
+    ++made;
+    return Tensor::from_vector<float>({1, 2, 3}, {3}, dtypes::float32, device);
+  };
+  const Tensor first = constant_table("test table", "CPU", make);
+  CHECK(constant_table("test table", "CPU", make).node() == first.node());
+  CHECK(made == 1);
+  CHECK(first.to_vector<float>() == std::vector<float>{1, 2, 3});
 }
