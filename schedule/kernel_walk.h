@@ -106,13 +106,13 @@ UOp KernelWalk::walk(const UOp& root, const Ctx& rc, Value value) {
       for (auto& [s, sc] : it.srcs) {
         if (is_load(s)) continue;
         CtxKey k(s, sc);
-        if (!values_.count(k)) push.push_back({s, sc, k, false, {}});
+        if (!values_.count(k)) push.push_back({s, sc, std::move(k), false, {}});
       }
       for (auto& p : push) stack.push_back(std::move(p));
       continue;
     }
     UOp v = value(it.node, it.ctx, it.srcs);
-    values_.emplace(it.key, v);
+    values_.emplace(std::move(it.key), v);
     stack.pop_back();
   }
   return {};

@@ -88,6 +88,14 @@ uint64_t arg_hash(const Arg& a) {
 
 namespace {
 
+// Linear probing over a power-of-two table: the first slot from `start` where `stop` holds.
+template <class Stop>
+size_t probe(size_t start, size_t capacity, Stop stop) {
+  size_t i = start & (capacity - 1);
+  while (!stop(i)) i = (i + 1) & (capacity - 1);
+  return i;
+}
+
 bool same(Op op, DType dt, const std::vector<UOp>& src, const Arg& arg, const UOpNode* n) {
   return n->op == op && n->dtype == dt && n->src == src && arg_equal(n->arg, arg);
 }
@@ -114,8 +122,6 @@ struct Interner {
     return *instance;
   }
 
-  size_t mask() const { return slots.size() - 1; }
-
   // Keeps the table at most 3/4 full counting erased slots: doubles when the live nodes fill
   // half of it, otherwise rebuilds at its size to drop the erased ones.
   void reserve_one() {
@@ -124,10 +130,8 @@ struct Interner {
     old.swap(slots);
     erased = 0;
     for (const Slot& s : old) {
-      if (!s.node || s.node == kErased) continue;
-      size_t i = s.hash & mask();
-      while (slots[i].node) i = (i + 1) & mask();
-      slots[i] = s;
+      if (s.node && s.node != kErased)
+        slots[probe(s.hash, slots.size(), [&](size_t i) { return !slots[i].node; })] = s;
     }
   }
 
@@ -136,7 +140,7 @@ struct Interner {
         mix(mix(mix(static_cast<uint64_t>(op) + 1, hash_dtype(dtype)), arg_hash(arg)), src.size());
     for (const UOp& s : src) h = mix(h, s.hash());
     std::lock_guard lock(mutex);
-    for (size_t i = h & mask(); slots[i].node; i = (i + 1) & mask()) {
+    for (size_t i = h & (slots.size() - 1); slots[i].node; i = (i + 1) & (slots.size() - 1)) {
       Slot& slot = slots[i];
       if (slot.hash != h || slot.node == kErased || !same(op, dtype, src, arg, slot.node)) continue;
       const UOpNode* found = slot.node;
@@ -149,8 +153,9 @@ struct Interner {
     }
     reserve_one();
     auto* n = new UOpNode{op, dtype, std::move(src), std::move(arg), h};
-    size_t i = h & mask();
-    while (slots[i].node && slots[i].node != kErased) i = (i + 1) & mask();
+    const size_t i = probe(h, slots.size(), [&](size_t j) {
+      return !slots[j].node || slots[j].node == kErased;
+    });
     if (slots[i].node == kErased) --erased;
     slots[i] = {h, n};
     ++live;
@@ -178,11 +183,9 @@ struct Interner {
       work.pop_back();
       {
         std::lock_guard lock(mutex);
-        for (size_t i = x->hash & mask(); slots[i].node; i = (i + 1) & mask())
-          if (slots[i].node == x) {
-            erase(slots[i]);
-            break;
-          }
+        const size_t i = probe(x->hash, slots.size(),
+                               [&](size_t j) { return !slots[j].node || slots[j].node == x; });
+        if (slots[i].node == x) erase(slots[i]);
       }
       if (x->op == Op::BUFFER)
         if (BufferReleaseHook hook = g_buffer_release_hook.load())
@@ -301,28 +304,23 @@ class VisitedSet {
  public:
   bool insert(const UOpNode* n) {
     if ((size_ + 1) * 2 > slots_.size()) grow();
-    for (size_t i = slot_of(n, slots_.size());; i = (i + 1) & (slots_.size() - 1)) {
-      if (slots_[i] == n) return false;
-      if (!slots_[i]) {
-        slots_[i] = n;
-        ++size_;
-        return true;
-      }
-    }
+    const size_t i = probe(slot_of(n), slots_.size(),
+                           [&](size_t j) { return !slots_[j] || slots_[j] == n; });
+    if (slots_[i]) return false;
+    slots_[i] = n;
+    ++size_;
+    return true;
   }
 
  private:
-  static size_t slot_of(const UOpNode* n, size_t capacity) {
-    return static_cast<size_t>(mix(0, reinterpret_cast<uintptr_t>(n))) & (capacity - 1);
+  static size_t slot_of(const UOpNode* n) {
+    return static_cast<size_t>(mix(0, reinterpret_cast<uintptr_t>(n)));
   }
   void grow() {
     std::vector<const UOpNode*> old(slots_.size() * 2);
     old.swap(slots_);
     for (const UOpNode* n : old) {
-      if (!n) continue;
-      size_t i = slot_of(n, slots_.size());
-      while (slots_[i]) i = (i + 1) & (slots_.size() - 1);
-      slots_[i] = n;
+      if (n) slots_[probe(slot_of(n), slots_.size(), [&](size_t j) { return !slots_[j]; })] = n;
     }
   }
   std::vector<const UOpNode*> slots_ = std::vector<const UOpNode*>(64);

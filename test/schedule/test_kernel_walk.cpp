@@ -4,8 +4,6 @@
 // in ten, as the heap's layout fell).
 #include <doctest/doctest.h>
 
-#include <optional>
-
 #include "schedule/kernel_walk.h"
 
 using namespace ugrad;
@@ -20,15 +18,13 @@ TEST_CASE("a walk's context key holds its nodes: a freed index cannot alias a ne
     c.scope.push_back(scope);
     return CtxKey(node, c);
   };
-  std::optional<CtxKey> key;
-  key.emplace(key_for(index(72), UOp::variable("walk_range", 0, 4)));
+  const CtxKey key = key_for(index(72), UOp::variable("walk_range", 0, 4));
   // Nothing but the key refers to the index and the range now; both stay alive.
   CHECK(live_uop_count() > before);
   const CtxKey same = key_for(index(72), UOp::variable("walk_range", 0, 4));
-  CHECK(same == *key);
-  CHECK(CtxKey::Hash()(same) == CtxKey::Hash()(*key));
-  CHECK_FALSE(key_for(index(80), UOp::variable("walk_range", 0, 4)) == *key);
+  CHECK(same == key);
+  CHECK(CtxKey::Hash()(same) == CtxKey::Hash()(key));
+  CHECK_FALSE(key_for(index(80), UOp::variable("walk_range", 0, 4)) == key);
   // An index in the scope's place is another context.
-  CHECK_FALSE(key_for(UOp::variable("walk_range", 0, 4), index(72)) == *key);
-  key.reset();
+  CHECK_FALSE(key_for(UOp::variable("walk_range", 0, 4), index(72)) == key);
 }
