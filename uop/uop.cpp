@@ -140,22 +140,22 @@ struct Interner {
         mix(mix(mix(static_cast<uint64_t>(op) + 1, hash_dtype(dtype)), arg_hash(arg)), src.size());
     for (const UOp& s : src) h = mix(h, s.hash());
     std::lock_guard lock(mutex);
-    for (size_t i = h & (slots.size() - 1); slots[i].node; i = (i + 1) & (slots.size() - 1)) {
-      Slot& slot = slots[i];
-      if (slot.hash != h || slot.node == kErased || !same(op, dtype, src, arg, slot.node)) continue;
+    Slot& slot = slots[probe(h, slots.size(), [&](size_t j) {
+      const Slot& s = slots[j];
+      return !s.node || (s.hash == h && s.node != kErased && same(op, dtype, src, arg, s.node));
+    })];
+    if (slot.node) {
       const UOpNode* found = slot.node;
       int64_t r = found->refs.load(std::memory_order_relaxed);
       while (r > 0 && !found->refs.compare_exchange_weak(r, r + 1, std::memory_order_relaxed)) {
       }
       if (r > 0) return UOp(found);
       erase(slot);  // dying: its releaser will see it is no longer the table's entry
-      break;
     }
     reserve_one();
     auto* n = new UOpNode{op, dtype, std::move(src), std::move(arg), h};
-    const size_t i = probe(h, slots.size(), [&](size_t j) {
-      return !slots[j].node || slots[j].node == kErased;
-    });
+    const size_t i = probe(h, slots.size(),
+                           [&](size_t j) { return !slots[j].node || slots[j].node == kErased; });
     if (slots[i].node == kErased) --erased;
     slots[i] = {h, n};
     ++live;
@@ -304,8 +304,8 @@ class VisitedSet {
  public:
   bool insert(const UOpNode* n) {
     if ((size_ + 1) * 2 > slots_.size()) grow();
-    const size_t i = probe(slot_of(n), slots_.size(),
-                           [&](size_t j) { return !slots_[j] || slots_[j] == n; });
+    const size_t i =
+        probe(slot_of(n), slots_.size(), [&](size_t j) { return !slots_[j] || slots_[j] == n; });
     if (slots_[i]) return false;
     slots_[i] = n;
     ++size_;
