@@ -20,6 +20,10 @@ CodegenTarget cpu_codegen_target() {
   t.prefetch_bytes = 2048;
   t.has_lane_permute = t.simd_bytes >= 64;
   t.has_vnni = t.simd_bytes >= 64 && __builtin_cpu_supports("avx512vnni");
+  // vpshufb: AVX2 on 8 words, AVX-512BW on 16.
+  t.byte_shuffle_words = !__builtin_cpu_supports("avx2")                            ? 0
+                         : t.simd_bytes >= 64 && __builtin_cpu_supports("avx512bw") ? 16
+                                                                                    : 8;
   return t;
 }
 

@@ -22,6 +22,7 @@ struct CodegenTarget {
   int prefetch_bytes = 0;         // vector loads of 1-2 byte elements prefetch this far ahead
   bool has_lane_permute = false;  // 16 floats permuted across vector lanes (x86 AVX-512 vpermps)
   bool has_vnni = false;          // int8 dot products of vector words (x86 AVX-512 VNNI vpdpbusd)
+  int byte_shuffle_words = 0;     // BYTE_LUT on 4 words up to this many (x86 vpshufb: 8 or 16)
   int global_address_space = 0;   // LLVM address space of buffer pointers
   int local_address_space = 3;    // LLVM address space of workgroup-shared memory
 };

@@ -87,10 +87,10 @@ std::string digest_of(const UOp& ast) {
 std::string key_of(const UOp& ast, const CodegenTarget& t, int64_t max_threads) {
   const std::string target = fmt::format(
       "{} {} gpu={} simd={} half={} bf16={} wave={} lds={} wmma={} dot4={} prefetch={} "
-      "permute={} vnni={} as={},{}",
+      "permute={} vnni={} byte_shuffle={} as={},{}",
       t.name, t.triple, t.is_gpu, t.simd_bytes, t.native_half, t.native_bfloat16, t.wave_size,
       t.max_local_bytes, t.has_wmma, t.has_dot4, t.prefetch_bytes, t.has_lane_permute, t.has_vnni,
-      t.global_address_space, t.local_address_space);
+      t.byte_shuffle_words, t.global_address_space, t.local_address_space);
   const std::string threads =
       fmt::format("threads {} knob {} cores {}", max_threads, knob_int(Knob::THREADS),
                   std::thread::hardware_concurrency());

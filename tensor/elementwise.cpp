@@ -248,6 +248,15 @@ Tensor dot4(const Tensor& a, const Tensor& b) {
   return Tensor(n, x.device());
 }
 
+Tensor byte_lut(const Tensor& w, std::span<const uint8_t, 16> table) {
+  if (w.dtype() != dtypes::int32 && w.dtype() != dtypes::uint32)
+    fail("byte_lut: takes int32 or uint32 words of 4 bytes, got {}", to_string(w.dtype()));
+  UOp n = UOp::make(Op::BYTE_LUT, w.dtype(), {w.node()},
+                    std::vector<int64_t>(table.begin(), table.end()));
+  shape_of(n);
+  return Tensor(n, w.device());
+}
+
 Tensor maximum(const Tensor& a, const Tensor& b) { return binop(Op::MAX, a, b, "maximum"); }
 Tensor minimum(const Tensor& a, const Tensor& b) {
   auto [x, y] = broadcast_pair(a, b, "minimum");

@@ -131,6 +131,7 @@ const std::map<Op, GradRule>& rules() {
       {Op::IDIV, nullptr},
       {Op::MOD, nullptr},
       {Op::DOT4, nullptr},
+      {Op::BYTE_LUT, nullptr},
       // Elementwise.
       {Op::CAST,
        [](const GradInput& in) -> std::vector<Tensor> {

@@ -390,6 +390,9 @@ UGRAD_TENSOR_BINARY(pow)
 /// Per element, the 4 bytes of a (unsigned) times the 4 bytes of b (signed), summed (an int8 dot
 /// product: x86 vpdpbusd, AMD v_dot4). a and b are int32 or uint32 words; the result is int32.
 Tensor dot4(const Tensor& a, const Tensor& b);
+/// Per element, each of the 4 bytes of the int32 or uint32 word w replaced by table[byte & 15]
+/// (x86 vpshufb): the weights of an int8 dot product whose levels are a 16-entry table.
+Tensor byte_lut(const Tensor& w, std::span<const uint8_t, 16> table);
 Tensor operator-(const Tensor& a);
 /// cond ? a : b with broadcasting.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);

@@ -242,6 +242,14 @@ ConstValue dot4_op(DType result, std::span<const ConstValue> v, const Dot4Arg& s
   return wrap_to_int_dtype(static_cast<uint64_t>(sum), result);
 }
 
+// BYTE_LUT: byte j of the result is table[byte j of the word & 15].
+ConstValue byte_lut_op(DType result, const ConstValue& word, const std::vector<int64_t>& table) {
+  const auto w = static_cast<uint32_t>(const_as_int(word));
+  uint64_t r = 0;
+  for (int j = 0; j < 4; ++j) r |= static_cast<uint64_t>(table[(w >> (8 * j)) & 15]) << (8 * j);
+  return wrap_to_int_dtype(r, result);
+}
+
 // Float ops: float32/half/bfloat16 compute in float (exact operands; one rounding to float, then to
 // the narrow type, is a correct rounding for + - * / sqrt), wide floats in double.
 ConstValue float_op(Op op, DType t, DType result, std::span<const ConstValue> v) {
@@ -349,6 +357,13 @@ ConstValue exec_alu(Op op, DType dtype, std::span<const ConstValue> v, DType src
         internal_error("exec_alu: DOT4 takes a Dot4Arg and 32-bit words, got '{}' and {}",
                        arg_to_string(arg), to_string(dtype));
       return dot4_op(dtype, v, *signs);
+    }
+    case Op::BYTE_LUT: {
+      const auto* table = std::get_if<std::vector<int64_t>>(&arg);
+      if (!table || table->size() != 16 || !is_int(dtype) || int_bits(dtype) != 32)
+        internal_error("exec_alu: BYTE_LUT takes a table of 16 and 32-bit words, got '{}' and {}",
+                       arg_to_string(arg), to_string(dtype));
+      return byte_lut_op(dtype, v[0], *table);
     }
     default:
       break;

@@ -28,9 +28,9 @@ using ConstValue = std::variant<bool, int64_t, double>;
 
 /// Evaluates `op` on constant operands. `dtype` is the result dtype; `src_dtype` the dtype of the
 /// operands (needed by comparisons, CAST and BITCAST; for WHERE the value operands); it defaults to
-/// `dtype`. `arg` is the node's arg, read by DOT4 (its Dot4Arg). Throws InternalError for ops that
-/// are not elementwise or combinations that make no sense (a BITCAST between different sizes, FDIV
-/// of ints, DOT4 without its Dot4Arg).
+/// `dtype`. `arg` is the node's arg, read by DOT4 (its Dot4Arg) and BYTE_LUT (its table). Throws
+/// InternalError for ops that are not elementwise or combinations that make no sense (a BITCAST
+/// between different sizes, FDIV of ints, DOT4 without its Dot4Arg).
 ConstValue exec_alu(Op op, DType dtype, std::span<const ConstValue> operands, DType src_dtype,
                     const Arg& arg = {});
 ConstValue exec_alu(Op op, DType dtype, std::span<const ConstValue> operands);

@@ -28,6 +28,12 @@ enum OpFlag : uint32_t {
 // the CPU's packed activations and weights feed it directly; the GPU dot4 opt bitcasts 4 loaded
 // bytes to a word.
 //
+// BYTE_LUT(w): a 16-entry byte table applied to each byte of a 32-bit word (int32 or uint32): byte
+// j of the result is table[w's byte j & 15], the table the arg's 16 values in [0, 256). It gives
+// the int8 dot products their weights where a format's levels are not linear in its 4-bit codes
+// (IQ4_NL, IQ4_XS): one x86 vpshufb per vector of words (the table is a register), and pm_decomp
+// turns it into shifts and selects where the target has no byte shuffle.
+//
 // X(NAME, arity (-1: any number of sources), flags)
 #define UGRAD_FOR_EACH_OP(X)                                                          \
   /* structure */                                                                     \
@@ -65,6 +71,7 @@ enum OpFlag : uint32_t {
   X(RECIP, 1, kUnary)                                                                 \
   X(NEG, 1, kUnary)                                                                   \
   X(TRUNC, 1, kUnary)                                                                 \
+  X(BYTE_LUT, 1, kUnary) /* 16-entry byte table per byte of a word, see above */      \
   X(ADD, 2, kBinary | kCommutative | kAssociative)                                    \
   X(MUL, 2, kBinary | kCommutative | kAssociative)                                    \
   X(SUB, 2, kBinary)                                                                  \

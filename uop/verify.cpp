@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "base/env.h"
 #include "base/error.h"
 
@@ -90,7 +92,16 @@ R check_comparison(const Match& m) {
 R check_unary(const Match& m) {
   const UOp& u = m.root();
   require(u.dtype() == u.src(0).dtype(), u, "a unary ALU result has its source's dtype");
-  if (u.op() != Op::NEG && u.op() != Op::TRUNC)
+  if (u.op() == Op::BYTE_LUT) {
+    const Scalar w = u.dtype().scalar;
+    require((w == Scalar::Int32 || w == Scalar::UInt32) && !u.dtype().is_ptr, u,
+            "BYTE_LUT takes int32 or uint32 words of 4 bytes");
+    const auto* table = std::get_if<std::vector<int64_t>>(&u.arg());
+    require(
+        table && table->size() == 16 &&
+            std::all_of(table->begin(), table->end(), [](int64_t v) { return v >= 0 && v < 256; }),
+        u, "BYTE_LUT's arg is a table of 16 bytes");
+  } else if (u.op() != Op::NEG && u.op() != Op::TRUNC)
     require(is_float(u.dtype()) && !u.dtype().is_ptr, u, "transcendental ops take floats");
   else
     require(is_scalar_like(u.dtype()), u, "an ALU result is a value, not a pointer or void");

@@ -115,6 +115,41 @@ UOp dot4_bytes(const UOp& a, const UOp& b, const UOp& acc, const Dot4Arg& signs)
   return as(sum, acc.dtype());
 }
 
+// Whether the target renders BYTE_LUT on `lanes` words as one instruction: x86 vpshufb on 4, 8
+// (AVX2) or 16 words (AVX-512BW).
+bool has_byte_lut_instruction(const CodegenTarget& tg, int64_t lanes) {
+  return (lanes == 4 || lanes == 8 || lanes == 16) && lanes <= tg.byte_shuffle_words;
+}
+
+// BYTE_LUT(w) in uint32 shifts and selects: the table as 4 words, the one of byte j's entry
+// chosen by the byte's bits 2-3, the entry within it by bits 0-1.
+UOp byte_lut_selects(const UOp& w, const std::vector<int64_t>& table) {
+  auto c = [](int64_t v) { return UOp::cnst_int(dtypes::uint32, v); };
+  auto as = [](const UOp& x, DType t) {
+    return x.dtype() == t ? x : UOp::make(Op::BITCAST, t, {x});
+  };
+  UOp quarter[4];
+  for (int64_t q = 0; q < 4; ++q) {
+    int64_t v = 0;
+    for (int64_t k = 0; k < 4; ++k) v |= table[4 * q + k] << (8 * k);
+    quarter[q] = c(v);
+  }
+  const UOp x = as(w, dtypes::uint32);
+  auto bit = [&](const UOp& b, int64_t m) { return b.alu(Op::AND, c(m)).alu(Op::CMPNE, c(0)); };
+  UOp result;
+  for (int64_t j = 0; j < 4; ++j) {
+    const UOp b = x.alu(Op::SHR, c(8 * j)).alu(Op::AND, c(15));
+    const UOp b4 = bit(b, 4);
+    const UOp word =
+        bit(b, 8).where(b4.where(quarter[3], quarter[2]), b4.where(quarter[1], quarter[0]));
+    const UOp v = word.alu(Op::SHR, b.alu(Op::AND, c(3)).alu(Op::SHL, c(3)))
+                      .alu(Op::AND, c(255))
+                      .alu(Op::SHL, c(8 * j));
+    result = j ? result.alu(Op::OR, v) : v;
+  }
+  return as(result, w.dtype());
+}
+
 }  // namespace
 
 const PatternMatcher& pm_decomp() {
@@ -138,6 +173,13 @@ const PatternMatcher& pm_decomp() {
          if (has_dot4_instruction(m.ctx<const CodegenTarget>(), signs, lanes_of(m.root())))
            return std::nullopt;
          return dot4_bytes(m["a"], m["b"], m["acc"], signs);
+       }},
+      // BYTE_LUT(w) without a byte shuffle for it -> shifts and selects per byte
+      {UPat(Op::BYTE_LUT, {UPat::var("w")}),
+       [](const Match& m) -> R {
+         if (has_byte_lut_instruction(m.ctx<const CodegenTarget>(), lanes_of(m.root())))
+           return std::nullopt;
+         return byte_lut_selects(m["w"], m.root().arg_as<std::vector<int64_t>>());
        }},
       // POW(x, y) -> exp2(y*log2|x|) with C's special cases; ints through float64
       {UPat(Op::POW, {UPat::var("x"), UPat::var("y")}),

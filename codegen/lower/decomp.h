@@ -3,6 +3,7 @@
 //   LOAD under a false gate -> 0
 //   MULACC(a, b, c)   -> a*b + c
 //   DOT4(a, b, acc)   -> 4 byte products + acc where the target has no instruction for it
+//   BYTE_LUT(w)       -> uint32 shifts and selects per byte where the target has no byte shuffle
 //   bool ADD/MAX, MUL -> OR, AND
 //   bfloat16 CAST     -> integer bit operations (round to nearest even; NaN stays NaN)
 //   half/bfloat16 ALU -> the same op in float32 where the target lacks native arithmetic

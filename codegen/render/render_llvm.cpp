@@ -568,6 +568,9 @@ class Renderer : public RenderContext {
       case Op::DOT4:
         r = hooks_.dot4(*this, u, v ? lanes_ : 1);
         break;
+      case Op::BYTE_LUT:
+        r = hooks_.byte_lut(*this, u, v ? lanes_ : 1);
+        break;
       case Op::WHERE: {
         const std::string et = vt(u.src(1).dtype(), v);
         std::string c = name(u.src(0)), x = a(1), y = a(2);

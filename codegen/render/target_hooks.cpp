@@ -27,6 +27,10 @@ std::string TargetHooks::dot4(RenderContext& r, const UOp& u, int64_t words) con
                  r.target().name);
 }
 
+std::string TargetHooks::byte_lut(RenderContext& r, const UOp&, int64_t words) const {
+  internal_error("render_llvm: BYTE_LUT on {} lanes for {}", words, r.target().name);
+}
+
 Rendered TargetHooks::instruction(RenderContext& r, const UOp& u) const {
   internal_error("render_llvm: {} has no instruction {} '{}'", r.target().name, op_name(u.op()),
                  u.op() == Op::CUSTOM ? u.arg_as<std::string>() : std::string());

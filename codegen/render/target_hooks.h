@@ -1,8 +1,9 @@
 // Private to codegen/render: what the shared LLVM IR renderer (render_llvm.cpp) asks of a target.
 // The renderer walks the program and renders everything every target has; a target's hooks render
 // what only it has: AMDGPU (amdgpu_hooks.cpp) launch indices, barriers, LDS, WMMA tiles and v_dot4;
-// x86 (x86_hooks.cpp) VNNI dot products and AVX-512 lane permutes. A hook a target does not
-// override rejects the op: a kernel that reaches it was lowered for another target (a bug).
+// x86 (x86_hooks.cpp) VNNI dot products, byte shuffles and AVX-512 lane permutes. A hook a target
+// does not override rejects the op: a kernel that reaches it was lowered for another target (a
+// bug).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -60,6 +61,9 @@ class TargetHooks {
   /// DOT4 `u` (uop/ops.h) on `words` lanes: one instruction, or a rejection (pm_decomp has
   /// turned every form the target has no instruction for into byte products).
   virtual std::string dot4(RenderContext& r, const UOp& u, int64_t words) const;
+  /// BYTE_LUT `u` (uop/ops.h) on `words` lanes: one byte shuffle, or a rejection (pm_decomp has
+  /// turned every other into shifts and selects).
+  virtual std::string byte_lut(RenderContext& r, const UOp& u, int64_t words) const;
   /// CUSTOM and WMMA: the target's own instructions.
   virtual Rendered instruction(RenderContext& r, const UOp& u) const;
 };

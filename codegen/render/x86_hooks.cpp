@@ -1,4 +1,4 @@
-// x86-64 (the host CPU): AVX-512 VNNI dot products and AVX-512 lane permutes.
+// x86-64 (the host CPU): AVX-512 VNNI dot products, byte shuffles and AVX-512 lane permutes.
 #include <vector>
 
 #include "base/error.h"
@@ -26,6 +26,34 @@ class X86Hooks : public TargetHooks {
     std::string v = r.fresh();
     r.emit("{} = call {} @{}({} {}, {} {}, {} {})", v, wt, fn, wt, acc, wt, a, wt, b);
     return v;
+  }
+
+  // vpshufb on 4 (SSSE3), 8 (AVX2) or 16 words (AVX-512BW): the table in each 16-byte lane, the
+  // words' bytes masked to their low 4 bits (vpshufb zeroes a byte whose top bit is set).
+  std::string byte_lut(RenderContext& r, const UOp& u, int64_t words) const override {
+    const char* fn = words == 4    ? "llvm.x86.ssse3.pshuf.b.128"
+                     : words == 8  ? "llvm.x86.avx2.pshuf.b"
+                     : words == 16 ? "llvm.x86.avx512.pshuf.b.512"
+                                   : nullptr;
+    if (!fn || words > r.target().byte_shuffle_words) return TargetHooks::byte_lut(r, u, words);
+    const auto& table = u.arg_as<std::vector<int64_t>>();
+    const std::string bt = fmt::format("<{} x i8>", 4 * words),
+                      wt = fmt::format("<{} x i32>", words);
+    auto bytes = [&](auto value) {
+      std::string v;
+      for (int64_t i = 0; i < 4 * words; ++i)
+        v += fmt::format("{}i8 {}", i ? ", " : "", static_cast<int8_t>(value(i)));
+      return "<" + v + ">";
+    };
+    r.declare(fmt::format("declare {} @{}({}, {})", bt, fn, bt, bt));
+    const std::string w = r.val(u.src(0), true), b = r.fresh(), m = r.fresh(), s = r.fresh(),
+                      out = r.fresh();
+    r.emit("{} = bitcast {} {} to {}", b, wt, w, bt);
+    r.emit("{} = and {} {}, {}", m, bt, b, bytes([](int64_t) { return 15; }));
+    r.emit("{} = call {} @{}({} {}, {} {})", s, bt, fn, bt,
+           bytes([&](int64_t i) { return table[i % 16]; }), bt, m);
+    r.emit("{} = bitcast {} {} to {}", out, bt, s, wt);
+    return out;
   }
 
   Rendered instruction(RenderContext& r, const UOp& u) const override {

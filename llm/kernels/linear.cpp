@@ -62,6 +62,17 @@ Linear gpu_linear(std::span<const std::byte> bytes, GgmlType type, int64_t out, 
   return l;
 }
 
+// The weight repacked for matmul_int8 where it takes it and the copy fits: the copy is extra
+// memory, and a weight whose copy would take more than half of what is available keeps the
+// generic path. Else undefined.
+PackedInt8Weight pack_if_memory(const GgufTensor& t, int64_t out, int64_t in,
+                                const std::string& device) {
+  if (!matmul_int8_supports(t.type, in) ||
+      static_cast<size_t>(packed_bytes(t.type, out, in)) > mem_available() / 2)
+    return {};
+  return pack_matmul_int8(t.type, std::as_bytes(t.data), out, in, device);
+}
+
 }  // namespace
 
 ExpertLinears load_experts(const GgufTensor& t, const std::string& device,
@@ -103,18 +114,19 @@ Linear load_linear(const GgufTensor& t, const std::string& device,
   const auto in = static_cast<int64_t>(t.dims[0]), out = static_cast<int64_t>(t.dims[1]);
   if (gpu_int8(f, t.type, out, in)) {
     l = gpu_linear(std::as_bytes(t.data), t.type, out, in, device, owner);
-  } else if (linear_int8_supports(t.type, in) && !f.is_gpu &&
-             reinterpret_cast<uintptr_t>(t.data.data()) % 4 == 0) {
+  } else if (f.is_gpu || reinterpret_cast<uintptr_t>(t.data.data()) % 4 != 0) {
+    return l;
+  } else if (linear_int8_supports(t.type, in)) {
     const int64_t n = static_cast<int64_t>(t.data.size());
     l.kernel = Linear::Kernel::CpuDot4;
     l.blocks = Tensor::from_host_memory(std::as_bytes(t.data), {n}, dtypes::uint8, device, owner);
     l.words =
         Tensor::from_host_memory(std::as_bytes(t.data), {n / 4}, dtypes::uint32, device, owner);
-    // The repacked copy is extra memory: a weight whose copy would take more than half of what
-    // is available keeps the generic prefill path.
-    if (!one_row && matmul_int8_supports(t.type, in) &&
-        static_cast<size_t>(packed_bytes(t.type, out, in)) <= mem_available() / 2)
-      l.packed = pack_matmul_int8(t.type, std::as_bytes(t.data), out, in, device);
+    if (!one_row) l.packed = pack_if_memory(t, out, in, device);
+  } else {
+    // A format without linear_int8's form (IQ4_XS) runs every row count over the copy.
+    l.packed = pack_if_memory(t, out, in, device);
+    if (l.packed.words.defined()) l.kernel = Linear::Kernel::CpuDot4;
   }
   return l;
 }
@@ -125,9 +137,9 @@ Tensor Linear::operator()(const Tensor& x) const {
     return matvec_int8(int8_quantize(x), words, type, out, in);
   if (kernel == Kernel::GpuInt8 && rows <= kWmmaRows && matmul_wmma_supports(type, out, in))
     return matmul_wmma(int8_activations(type) ? round_rows_int8(x) : x, words, type, out, in);
-  if (kernel == Kernel::CpuDot4 && rows == 1)
+  if (kernel == Kernel::CpuDot4 && rows == 1 && blocks.defined())
     return linear_int8(quantize_rows_int8(x), type, blocks, words, out, in);
-  if (kernel == Kernel::CpuDot4 && rows > 1 && packed.words.defined())
+  if (kernel == Kernel::CpuDot4 && rows >= 1 && packed.words.defined())
     return matmul_int8(quantize_pairs_int8(x), packed);
   if (!int8_activations(type)) return x.linear(weight);
   // Materialized: fused into the matmul, the rounding would cost it its tiling.

@@ -33,8 +33,9 @@ Tensor load_weight(const GgufTensor& t, const std::string& device,
 ///             blocks themselves (the file's mapping; llm/quant/linear_int8.h); more rows (a
 ///             prefill chunk) of a weight matmul_int8 takes (Q4_K, Q6_K) run as DOT4 over a copy
 ///             repacked at load (llm/quant/matmul_int8.h), other weights the generic way.
+///             IQ4_XS, which linear_int8 does not take, runs every row count over the copy.
 ///   Generic   the lazy dequantization fused into the matmul.
-/// Q4_K, Q5_K and Q6_K weights take their input rounded to int8 levels per 32 values
+/// Q4_K, Q5_K, Q6_K and IQ4_XS weights take their input rounded to int8 levels per 32 values
 /// (llm/quant/int8_rows.h) on every path, as ggml's CPU kernels do.
 struct Linear {
   enum class Kernel { Generic, CpuDot4, GpuInt8 };
@@ -62,7 +63,8 @@ ExpertLinears load_experts(const GgufTensor& t, const std::string& device,
                            const std::shared_ptr<const void>& owner = nullptr);
 
 /// The matrix `t` as a Linear (load_weight's arguments). A linear that only ever takes one row
-/// (`one_row`: the output head, which a chunk runs on its last row) keeps no prefill form.
+/// (`one_row`: the output head, which a chunk runs on its last row) keeps no prefill form where
+/// it has a one-row form over the file's blocks.
 Linear load_linear(const GgufTensor& t, const std::string& device,
                    const std::shared_ptr<const void>& owner = nullptr, bool one_row = false);
 

@@ -3,6 +3,8 @@
 #include <map>
 #include <mutex>
 
+#include "llm/quant/blocks.h"
+
 namespace ugrad::llm {
 
 Tensor bits(const Tensor& x, int shift, int64_t mask) {
@@ -66,6 +68,21 @@ std::pair<Tensor, Tensor> scales_mins_k4(const Blocks& b, size_t off) {
   Tensor sc = cat({lo_sc & 63, (hi & 15) + bits(lo_sc, 6, 3) * 16}, 1);
   Tensor m = cat({lo_m & 63, idiv(hi, 16) + bits(lo_m, 6, 3) * 16}, 1);
   return {sc, m};
+}
+
+Tensor iq4_xs_scales(const Blocks& b) {
+  // ls_j = nibble j%2 of scales_l[j/2] | bits 2j.. of scales_h << 4, for j = 4j2 + 2j1 + j0:
+  // shifts chosen per bit of j (no cat, no division by a loaded divisor).
+  const int64_t n = b.n();
+  const std::vector<int64_t> sub{n, 2, 2, 2};  // (j2, j1, j0)
+  Tensor sl = b.bytes(iq4_xs::kScalesL, 4).reshape({n, 2, 2, 1}).expand(sub);
+  Tensor sh = b.u16(iq4_xs::kScalesH).reshape({n, 1, 1, 1}).expand(sub);
+  Tensor lo = shift_upper(sl, 3, 4) & 15;
+  Tensor hi = shift_upper(shift_upper(shift_upper(sh, 1, 8), 2, 4), 3, 2) & 3;
+  Tensor ls = lo.cast(dtypes::int32) + hi.cast(dtypes::int32) * 16;
+  return (b.f16(iq4_xs::kD).reshape({n, 1, 1, 1}) *
+          (ls - iq4_xs::kScaleOffset).cast(dtypes::float32))
+      .reshape({n, 8});
 }
 
 }  // namespace ugrad::llm

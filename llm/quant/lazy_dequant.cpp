@@ -176,17 +176,8 @@ Tensor q6_k(const Blocks& b) {
 }
 
 Tensor iq4_xs(const Blocks& b) {
-  // ls_j = nibble j%2 of scales_l[j/2] | bits 2j.. of scales_h << 4, for j = 4j2 + 2j1 + j0:
-  // shifts chosen per bit of j (no cat, no division by a loaded divisor).
   const int64_t n = b.n();
-  const std::vector<int64_t> sub{n, 2, 2, 2};  // (j2, j1, j0)
-  Tensor sl = b.bytes(iq4_xs::kScalesL, 4).reshape({n, 2, 2, 1}).expand(sub);
-  Tensor sh = b.u16(iq4_xs::kScalesH).reshape({n, 1, 1, 1}).expand(sub);
-  Tensor lo = shift_upper(sl, 3, 4) & 15;
-  Tensor hi = shift_upper(shift_upper(shift_upper(sh, 1, 8), 2, 4), 3, 2) & 3;
-  Tensor ls = lo.cast(dtypes::int32) + hi.cast(dtypes::int32) * 16;
-  Tensor dl =
-      b.f16(iq4_xs::kD).reshape({n, 1, 1, 1}) * (ls - iq4_xs::kScaleOffset).cast(dtypes::float32);
+  const Tensor dl = iq4_xs_scales(b);
   // Sub-block j, element 16hi + l: nibble hi of qs[16j + l] (one byte load, offset affine in l).
   const std::vector<int64_t> dims{n, 8, 2, 16};
   Tensor qs = b.bytes(iq4_xs::kQs, 128).reshape({n, 8, 1, 16}).expand(dims);

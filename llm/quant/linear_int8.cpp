@@ -154,7 +154,8 @@ Tensor q6_k_terms(const Int8Rows& x, const Tensor& raw, const Tensor& words, int
 }  // namespace
 
 bool int8_activations(GgmlType type) {
-  return type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K;
+  return type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K ||
+         type == GgmlType::IQ4_XS;
 }
 
 bool linear_int8_supports(GgmlType type, int64_t in) {

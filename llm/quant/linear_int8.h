@@ -2,7 +2,10 @@
 // (llm/quant/int8_rows.h) with the weight's quants unpacked 4 per 32-bit word, scaled per
 // sub-block in float: the lazy form of a decode step's product on CPUs with int8 dot products.
 // The K formats' levels are unsigned (Q4_K, Q5_K: 0..31 with a min per sub-block; Q6_K: 0..63,
-// offset by 32), each offset a term per sub-block over x's level sums.
+// offset by 32), each offset a term per sub-block over x's level sums. (IQ4_XS has no such form:
+// a word's low and high nibbles are elements 16 apart, so x's 8 words of a sub-block pair with
+// its 4 words twice, which leaves no contiguous vector lanes; its int8 form is matmul_int8.h's
+// for every row count.)
 #pragma once
 #include <cstdint>
 
@@ -17,8 +20,8 @@ namespace ugrad::llm {
 bool linear_int8_supports(GgmlType type, int64_t in);
 
 /// Whether a linear of `type` takes its input rounded to int8 levels (llm/quant/int8_rows.h) on
-/// every path, whatever kernel runs it: the formats with an int8 form (Q4_K, Q5_K, Q6_K), so that
-/// a model computes the same products in a decode step and in a prefill chunk.
+/// every path, whatever kernel runs it: the formats with an int8 form (Q4_K, Q5_K, Q6_K, IQ4_XS),
+/// so that a model computes the same products in a decode step and in a prefill chunk.
 bool int8_activations(GgmlType type);
 
 /// x's rows times the transpose of the (out, in) `type` weight, (rows, out) float32. `raw` holds

@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "base/huge_pages.h"
 #include "llm/quant/blocks.h"
+#include "llm/quant/iq4_tables.h"
 #include "runtime/thread_pool.h"
 
 namespace ugrad::llm {
@@ -80,6 +81,31 @@ void pack_q6_k(const uint8_t* block, PairWords* words, PairScales* scales, PairS
   }
 }
 
+// IQ4_XS: the levels' 4-bit codes as Q4_K's nibble words, per sub-block d * (ls - 32); the
+// kernel reads the codes' levels from the table (plus 128, see iq4_tables.h).
+void pack_iq4_xs(const uint8_t* block, PairWords* words, PairScales* scales, PairScales*) {
+  // Sub-block ib, element l and 16 + l: the low and high nibble of qs[16ib + l].
+  uint8_t codes[kQK_K];
+  const uint8_t* qs = block + iq4_xs::kQs;
+  for (int64_t ib = 0; ib < kQK_K / iq4_xs::kSubBlock; ++ib)
+    for (int64_t l = 0; l < 16; ++l) {
+      codes[32 * ib + l] = qs[16 * ib + l] & 15;
+      codes[32 * ib + 16 + l] = qs[16 * ib + l] >> 4;
+    }
+  const float d = load_f16(block + iq4_xs::kD);
+  const uint16_t scales_h = load_u16(block + iq4_xs::kScalesH);
+  for (int64_t j = 0; j < kPairsPerBlock; ++j) {
+    const uint8_t* lo = codes + kPair * j;
+    for (int64_t w = 0; w < kPairWords; ++w) words[j][w] = nibble_word(lo, lo + 32, w);
+    for (int64_t h = 0; h < 2; ++h) {
+      const int64_t ib = 2 * j + h;
+      const int ls = ((block[iq4_xs::kScalesL + ib / 2] >> (4 * (ib % 2))) & 15) |
+                     (((scales_h >> (2 * ib)) & 3) << 4);
+      scales[j][h] = d * float(ls - iq4_xs::kScaleOffset);
+    }
+  }
+}
+
 // A format's packed pair: its words of levels, scales and mins per pair (the layout in the
 // header, with these counts).
 struct Packing {
@@ -92,6 +118,7 @@ struct Packing {
 constexpr Packing kPackings[] = {
     {GgmlType::Q4_K, kPairWords, 2, 2, q4_k::kBytes, pack_q4_k},
     {GgmlType::Q6_K, kPairWords + 4, 4, 0, q6_k::kBytes, pack_q6_k},
+    {GgmlType::IQ4_XS, kPairWords, 2, 0, iq4_xs::kBytes, pack_iq4_xs},
 };
 
 const Packing* packing_of(GgmlType type) {
@@ -198,6 +225,8 @@ Tensor matmul_int8(const Int8Pairs& x, const PackedInt8Weight& w) {
   // The nibble words' levels of the low and of the high sub-block, each (1, out, 8, G).
   const Tensor nibbles = words(q, 0, kPairWords);
   Tensor levels[2] = {nibbles & 0x0F0F0F0F, idiv(nibbles, 16) & 0x0F0F0F0F};
+  if (w.type == GgmlType::IQ4_XS)
+    for (Tensor& l : levels) l = byte_lut(l, kIQ4NLOffsetLevels);
   if (w.type == GgmlType::Q6_K) {
     // High bits: word i's are bits 4(i / 4) + 2h.. of high word i % 4.
     const Tensor high = words(q, kPairWords, 4);
@@ -221,6 +250,9 @@ Tensor matmul_int8(const Int8Pairs& x, const PackedInt8Weight& w) {
     if (w.type == GgmlType::Q4_K) {
       const Tensor mins = w.mins.reshape({1, out, 2, g_count});
       t = products(h, 0, kPairWords) * (at(scales, h) * at(xs, h)) - at(mins, h) * at(xs, 2 + h);
+    } else if (w.type == GgmlType::IQ4_XS) {  // levels offset by 128
+      t = at(scales, h) * (products(h, 0, kPairWords) * at(xs, h) -
+                           static_cast<double>(kIQ4NLOffset) * at(xs, 2 + h));
     } else {  // Q6_K: two groups of 16 per sub-block, levels offset by 32
       for (int64_t s = 0; s < 2; ++s) {
         const Tensor ds = at(scales, 2 * h + s);

@@ -1,5 +1,7 @@
 // The op table's cases: elementwise, reductions, movement, indexing, matmul, creation and casts,
 // over dtypes, shapes (broadcasting, size 0 and 1, long reductions) and input layouts.
+#include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -9,6 +11,7 @@
 
 #include "base/float16.h"
 #include "op_case_builder.h"
+#include "test/byte_lut_reference.h"
 
 using namespace ugrad;
 
@@ -118,6 +121,24 @@ void add_unary(Table& t) {
       "bitwise_not", "uint8", {in({3, 4}, u8, L::Shrunk, 0, 255)},
       [](const TV& x) { return x[0].bitwise_not(); },
       [](const AV& x) { return ref::map(x[0], [](double v) { return 255 - v; }); }, u8);
+  // Each byte of a word through a 16-entry table; shapes wide enough for vector lanes.
+  for (Dims d : {Dims{3, 4}, Dims{4, 64}, Dims{2, 3, 40}})
+    t.add(
+        "byte_lut", "int32", {in(d, i32, t.next_layout(), -2147483648.0, 2147483647.0)},
+        [](const TV& x) {
+          std::array<uint8_t, 16> table{};
+          const std::vector<int64_t> v = test::byte_lut_table();
+          std::copy(v.begin(), v.end(), table.begin());
+          return byte_lut(x[0], table);
+        },
+        [](const AV& x) {
+          return ref::map(x[0], [](double v) {
+            const auto w = static_cast<uint32_t>(static_cast<int64_t>(v));
+            return double(
+                static_cast<int32_t>(test::byte_lut_reference(w, test::byte_lut_table())));
+          });
+        },
+        i32);
 }
 
 struct BinaryOp {

@@ -18,10 +18,10 @@ struct Group {
 };
 
 const Group kGroups[] = {
-    {"unary",
-     {"neg",    "exp",   "exp2", "log",     "log2",    "sqrt",     "rsqrt",       "reciprocal",
-      "sin",    "cos",   "tanh", "sigmoid", "silu",    "gelu",     "relu",        "abs",
-      "square", "trunc", "sign", "clip",    "pow_int", "pow_frac", "bitwise_not", "logical_not"}},
+    {"unary", {"neg",        "exp",         "exp2",        "log",     "log2",    "sqrt", "rsqrt",
+               "reciprocal", "sin",         "cos",         "tanh",    "sigmoid", "silu", "gelu",
+               "relu",       "abs",         "square",      "trunc",   "sign",    "clip", "pow_int",
+               "pow_frac",   "bitwise_not", "logical_not", "byte_lut"}},
     {"binary",
      {"add",
       "add_mixed",

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "base/float16.h"
+#include "test/byte_lut_reference.h"
 #include "test/dot4_reference.h"
 #include "uop/alu.h"
 
@@ -203,4 +204,29 @@ TEST_CASE("alu: DOT4 adds the 4 byte products of two words to acc, each side int
   CHECK(dot4(0xffffffffu, 0xffffffffu, 0xffffffffll, uu, dtypes::uint32) == 4 * 255 * 255 - 1);
   const ConstValue v[] = {I(1), I(1), I(0)};
   CHECK_THROWS_AS(exec_alu(Op::DOT4, dtypes::int32, v), InternalError);  // no Dot4Arg
+}
+
+TEST_CASE("alu: BYTE_LUT maps each byte of a word through its 16-entry table by the low 4 bits") {
+  const std::vector<int64_t> table = test::byte_lut_table();
+  auto lut = [&](uint32_t w, DType t) {
+    const ConstValue v[] = {I(t == dtypes::int32 ? int64_t{int32_t(w)} : int64_t{w})};
+    return std::get<int64_t>(exec_alu(Op::BYTE_LUT, t, v, t, table));
+  };
+  // byte 0 is 2, byte 1 is 1, byte 2 is 0, byte 3 is 15, worked out by hand
+  CHECK(lut(0x0F000102u, dtypes::uint32) == (42ll << 24 | 201 << 16 | 0 << 8 | 17));
+  // the high 4 bits of each byte are ignored; an int32 word with a top byte past 127 is negative
+  CHECK(lut(0xF3A5C1B4u, dtypes::uint32) == lut(0x03050104u, dtypes::uint32));
+  CHECK(lut(0x03030303u, dtypes::int32) == -1);
+  for (uint32_t w : {0u, 0x01234567u, 0x89ABCDEFu, 0xFFFFFFFFu, 0x80808080u, 0x7F7F7F7Fu})
+    for (DType t : {dtypes::int32, dtypes::uint32}) {
+      CAPTURE(w);
+      const uint32_t want = test::byte_lut_reference(w, table);
+      CHECK(lut(w, t) == (t == dtypes::int32 ? int64_t{int32_t(want)} : int64_t{want}));
+    }
+  const ConstValue v[] = {I(1)};
+  CHECK_THROWS_AS(exec_alu(Op::BYTE_LUT, dtypes::int32, v), InternalError);  // no table
+  CHECK_THROWS_AS(
+      exec_alu(Op::BYTE_LUT, dtypes::int32, v, dtypes::int32, std::vector<int64_t>(15, 0)),
+      InternalError);
+  CHECK_THROWS_AS(exec_alu(Op::BYTE_LUT, dtypes::int16, v, dtypes::int16, table), InternalError);
 }

@@ -1,6 +1,6 @@
 // Int8 activations (llm/quant/int8_rows.h) against a plain per-block rounding, and the DOT4
 // linears (llm/quant/linear_int8.h) against a double sum over the reference-dequantized weights
-// and the same rounded activations, and the packed Q4_K GEMM (llm/quant/matmul_int8.h) alike.
+// and the same rounded activations, and the packed GEMM (llm/quant/matmul_int8.h) alike.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -97,8 +97,9 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
     GgmlType type;
     int64_t out, in;
   };
-  // Q6_K's 210-byte blocks pair up: in = 512 has one pair per row, 1536 three. Q4_K and Q6_K
-  // from 512 inputs also have the packed GEMM form (matmul_int8): 8 lanes at 512, 16 at 1024.
+  // Q6_K's 210-byte blocks pair up: in = 512 has one pair per row, 1536 three. Q4_K, Q6_K and
+  // IQ4_XS from 512 inputs also have the packed GEMM form (matmul_int8): 8 lanes at 512, 16 at
+  // 1024.
   for (Case c : {Case{GgmlType::Q4_K, 48, 768},
                  {GgmlType::Q4_K, 300, 256},
                  {GgmlType::Q4_K, 20, 512},
@@ -106,12 +107,15 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
                  {GgmlType::Q5_K, 40, 768},
                  {GgmlType::Q5_K, 8, 256},
                  {GgmlType::Q6_K, 48, 1536},
-                 {GgmlType::Q6_K, 300, 512}}) {
+                 {GgmlType::Q6_K, 300, 512},
+                 {GgmlType::IQ4_XS, 20, 512},
+                 {GgmlType::IQ4_XS, 36, 1024}}) {
     const auto [type, out, in] = c;
     CAPTURE(format_of(type).name);
     CAPTURE(out);
     CAPTURE(in);
-    REQUIRE(linear_int8_supports(type, in));
+    // IQ4_XS has only the GEMM form (linear_int8.h), for every row count.
+    REQUIRE(linear_int8_supports(type, in) == (type != GgmlType::IQ4_XS));
     std::mt19937 rng(5);
     std::normal_distribution<float> normal(0, 0.1f);
     std::vector<float> w(out * in);
@@ -131,11 +135,17 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
     const PackedInt8Weight packed =
         gemm ? pack_matmul_int8(type, std::as_bytes(std::span(bytes)), out, in, "CPU")
              : PackedInt8Weight{};
-    if (gemm)  // per 64 values: 8 words, 2 scales, 2 mins; Q6_K: 12 words, 4 scales
-      CHECK(packed_bytes(type, out, in) == out * in / 64 * (type == GgmlType::Q4_K ? 48 : 64));
-    // One row and two through linear_int8; two and 33 through the GEMM where it takes the weight.
-    for (auto [rows, through_gemm] : {std::pair{1, false}, {2, false}, {2, true}, {33, true}}) {
-      if (through_gemm && !gemm) continue;
+    if (gemm)  // per 64 values: 8 words, 2 scales, 2 mins; Q6_K: 12 words, 4 scales; IQ4_XS: 8
+               // words, 2 scales
+      CHECK(packed_bytes(type, out, in) == out * in / 64 *
+                                               (type == GgmlType::Q4_K   ? 48
+                                                : type == GgmlType::Q6_K ? 64
+                                                                         : 40));
+    // One row and two through linear_int8 where it takes the weight; one, two and 33 through the
+    // GEMM where it does.
+    for (auto [rows, through_gemm] :
+         {std::pair{1, false}, {2, false}, {1, true}, {2, true}, {33, true}}) {
+      if (through_gemm ? !gemm : !linear_int8_supports(type, in)) continue;
       CAPTURE(rows);
       CAPTURE(through_gemm);
       std::vector<float> x = activations(rows, in, 7), scales;
@@ -158,12 +168,14 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
           CHECK(std::fabs(got[r * out + o] - want) <= 1e-5 * mag + 1e-6);
         }
     }
-    CHECK_THROWS_WITH_AS(linear_int8(quantize_rows_int8(Tensor::zeros({1, in})), type, blocks,
-                                     words.shrink({{0, 36}}), out, in),
-                         doctest::Contains("uint32 words"), Error);
+    CHECK_THROWS_WITH_AS(
+        linear_int8(quantize_rows_int8(Tensor::zeros({1, in})), type, blocks,
+                    words.shrink({{0, 36}}), out, in),
+        doctest::Contains(linear_int8_supports(type, in) ? "uint32 words" : "no int8 form"), Error);
   }
   CHECK(!linear_int8_supports(GgmlType::Q6_K, 256));  // one 210-byte block per row
   CHECK(!linear_int8_supports(GgmlType::Q8_0, 256));
+  CHECK(!linear_int8_supports(GgmlType::IQ4_XS, 512));
   CHECK_THROWS_WITH_AS(linear_int8(quantize_rows_int8(Tensor::zeros({1, 256})), GgmlType::Q6_K,
                                    Tensor::zeros({210}, dtypes::uint8), Tensor(), 1, 256),
                        doctest::Contains("Q6_K rows of 256 inputs have no int8 form"), Error);
