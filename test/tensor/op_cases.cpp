@@ -121,10 +121,13 @@ void add_unary(Table& t) {
       "bitwise_not", "uint8", {in({3, 4}, u8, L::Shrunk, 0, 255)},
       [](const TV& x) { return x[0].bitwise_not(); },
       [](const AV& x) { return ref::map(x[0], [](double v) { return 255 - v; }); }, u8);
-  // Each byte of a word through a 16-entry table; shapes wide enough for vector lanes.
-  for (Dims d : {Dims{3, 4}, Dims{4, 64}, Dims{2, 3, 40}})
+  // Each byte of a word through a 16-entry table; shapes wide enough for vector lanes. Fixed
+  // layouts: taking from the rotation would move every later case's layout.
+  for (auto [d, layout] :
+       {std::pair{Dims{3, 4}, L::Contiguous}, std::pair{Dims{4, 64}, L::Permuted},
+        std::pair{Dims{2, 3, 40}, L::Flipped}})
     t.add(
-        "byte_lut", "int32", {in(d, i32, t.next_layout(), -2147483648.0, 2147483647.0)},
+        "byte_lut", "int32", {in(d, i32, layout, -2147483648.0, 2147483647.0)},
         [](const TV& x) {
           std::array<uint8_t, 16> table{};
           const std::vector<int64_t> v = test::byte_lut_table();
