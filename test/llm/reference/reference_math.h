@@ -61,7 +61,8 @@ inline std::vector<double> round_int8(std::span<const double> x) {
 }
 
 /// A linear layer's matrix as the reference reads it: its elements, and whether the model rounds
-/// the layer's input to int8 levels first (a Q4_K, Q5_K or Q6_K layer, llm/kernels/linear.h).
+/// the layer's input to int8 levels first (a Q4_K, Q5_K, Q6_K or IQ4_XS layer,
+/// llm/kernels/linear.h).
 struct MatrixView {
   std::span<const float> w;
   bool int8_input = false;
@@ -75,8 +76,8 @@ struct Matrix {
 inline Matrix decode_matrix(const GgufFile& f, const std::string& name,
                             std::vector<uint64_t> dims) {
   const GgmlType t = f.tensor(name).type;
-  return {decode(f, name, std::move(dims)),
-          t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K};
+  return {decode(f, name, std::move(dims)), t == GgmlType::Q4_K || t == GgmlType::Q5_K ||
+                                                t == GgmlType::Q6_K || t == GgmlType::IQ4_XS};
 }
 inline std::vector<double> matvec(MatrixView m, std::span<const double> x, size_t out) {
   if (!m.int8_input) return matvec(m.w, x, out);
