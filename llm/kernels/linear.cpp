@@ -117,16 +117,21 @@ Linear load_linear(const GgufTensor& t, const std::string& device,
   } else if (f.is_gpu || reinterpret_cast<uintptr_t>(t.data.data()) % 4 != 0) {
     return l;
   } else if (linear_int8_supports(t.type, in)) {
-    const int64_t n = static_cast<int64_t>(t.data.size());
+    std::span<const std::byte> bytes = std::as_bytes(t.data);
+    std::shared_ptr<const void> holder = owner;
+    if (t.type == GgmlType::IQ4_XS) {
+      // linear_int8 reads IQ4_XS from a reordered copy (the file's size): where that would take
+      // more than half of what is available, the generic path.
+      if (bytes.size() > mem_available() / 2) return l;
+      std::shared_ptr<std::byte> copy = reorder_iq4_xs(bytes);
+      bytes = {copy.get(), bytes.size()};
+      holder = std::move(copy);
+    }
+    const auto n = static_cast<int64_t>(bytes.size());
     l.kernel = Linear::Kernel::CpuDot4;
-    l.blocks = Tensor::from_host_memory(std::as_bytes(t.data), {n}, dtypes::uint8, device, owner);
-    l.words =
-        Tensor::from_host_memory(std::as_bytes(t.data), {n / 4}, dtypes::uint32, device, owner);
+    l.blocks = Tensor::from_host_memory(bytes, {n}, dtypes::uint8, device, holder);
+    l.words = Tensor::from_host_memory(bytes, {n / 4}, dtypes::uint32, device, holder);
     if (!one_row) l.packed = pack_if_memory(t, out, in, device);
-  } else {
-    // A format without linear_int8's form (IQ4_XS) runs every row count over the copy.
-    l.packed = pack_if_memory(t, out, in, device);
-    if (l.packed.words.defined()) l.kernel = Linear::Kernel::CpuDot4;
   }
   return l;
 }

@@ -28,12 +28,12 @@ Tensor load_weight(const GgufTensor& t, const std::string& device,
 ///             kernel (matmul_wmma.h) over x in f16 where out is a multiple of 16; the device
 ///             holds the weight once, as uint32 words, which the generic path (more rows, or
 ///             other shapes) reads its bytes from.
-///   CpuDot4   a format linear_int8 takes (Q4_K, Q5_K, Q6_K) on a CPU with int8 dot products
-///             (x86 VNNI): one row (a decode step, the output head) runs as DOT4 over the
-///             blocks themselves (the file's mapping; llm/quant/linear_int8.h); more rows (a
-///             prefill chunk) of a weight matmul_int8 takes (Q4_K, Q6_K) run as DOT4 over a copy
+///   CpuDot4   a format linear_int8 takes (Q4_K, Q5_K, Q6_K, IQ4_XS) on a CPU with int8 dot
+///             products (x86 VNNI): one row (a decode step, the output head) runs as DOT4 over
+///             the blocks themselves (the file's mapping; IQ4_XS's a copy with its codes
+///             reordered, reorder_iq4_xs; llm/quant/linear_int8.h); more rows (a prefill
+///             chunk) of a weight matmul_int8 takes (Q4_K, Q6_K, IQ4_XS) run as DOT4 over a copy
 ///             repacked at load (llm/quant/matmul_int8.h), other weights the generic way.
-///             IQ4_XS, which linear_int8 does not take, runs every row count over the copy.
 ///   Generic   the lazy dequantization fused into the matmul.
 /// Q4_K, Q5_K, Q6_K and IQ4_XS weights take their input rounded to int8 levels per 32 values
 /// (llm/quant/int8_rows.h) on every path, as ggml's CPU kernels do.

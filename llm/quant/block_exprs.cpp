@@ -80,9 +80,7 @@ Tensor iq4_xs_scales(const Blocks& b) {
   Tensor lo = shift_upper(sl, 3, 4) & 15;
   Tensor hi = shift_upper(shift_upper(shift_upper(sh, 1, 8), 2, 4), 3, 2) & 3;
   Tensor ls = lo.cast(dtypes::int32) + hi.cast(dtypes::int32) * 16;
-  return (b.f16(iq4_xs::kD).reshape({n, 1, 1, 1}) *
-          (ls - iq4_xs::kScaleOffset).cast(dtypes::float32))
-      .reshape({n, 8});
+  return (ls - iq4_xs::kScaleOffset).cast(dtypes::float32).reshape({n, 8});
 }
 
 }  // namespace ugrad::llm

@@ -60,7 +60,8 @@ std::pair<Tensor, Tensor> six_bit_floats(const std::pair<Tensor, Tensor>& ab);
 Tensor int8_floats(const Tensor& bytes);
 /// Q4_K/Q5_K: the 8 six-bit scales and mins at `off` as (n, 8) int32.
 std::pair<Tensor, Tensor> scales_mins_k4(const Blocks& b, size_t off);
-/// IQ4_XS: the 8 sub-block scales d * (ls - 32) of each block as (n, 8) float32.
+/// IQ4_XS: the 8 sub-block scales ls - 32 of each block as (n, 8) float32 (the block's d not
+/// applied).
 Tensor iq4_xs_scales(const Blocks& b);
 
 }  // namespace ugrad::llm

@@ -177,7 +177,7 @@ Tensor q6_k(const Blocks& b) {
 
 Tensor iq4_xs(const Blocks& b) {
   const int64_t n = b.n();
-  const Tensor dl = iq4_xs_scales(b);
+  const Tensor dl = b.f16(iq4_xs::kD).reshape({n, 1}) * iq4_xs_scales(b);
   // Sub-block j, element 16hi + l: nibble hi of qs[16j + l] (one byte load, offset affine in l).
   const std::vector<int64_t> dims{n, 8, 2, 16};
   Tensor qs = b.bytes(iq4_xs::kQs, 128).reshape({n, 8, 1, 16}).expand(dims);

@@ -1,8 +1,14 @@
 #include "llm/quant/linear_int8.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "base/error.h"
+#include "base/huge_pages.h"
 #include "llm/quant/block_exprs.h"
 #include "llm/quant/blocks.h"
+#include "llm/quant/iq4_tables.h"
+#include "runtime/thread_pool.h"
 
 namespace ugrad::llm {
 namespace {
@@ -30,39 +36,51 @@ XBlocks x_blocks(const Int8Rows& x, int64_t nb, int parity) {
   return {view(x.words, kWords), view(x.scale, 8), view(x.sum32, 8), view(x.sum16, 16)};
 }
 
-// The sum over a K format's super-blocks, per word w: dot4(levels_w, x_w) * (d * x's scale) *
+// t (A, B, nb, S), S values per super-block each over its 64 / S consecutive words, as (A, B,
+// nb * 64): each value one lane group's broadcast load where a group of `lanes` words lies within
+// it; where a group spans two values (Q6_K's sub-blocks of 16 in 8 lanes, sub-blocks of 32 in
+// 16), a choice between the two broadcasts per half of the group (a gather would cost the lanes).
+// Q6_K's int8 scales come as bytes, each read from a table (see six_bit_floats) where the group
+// broadcasts it: converted in place, each took a sign extension, a conversion and a broadcast.
+Tensor over_words(const Tensor& t, int64_t lanes) {
+  const std::vector<int64_t> d = t.dims();
+  const int64_t s = d[3], per = kWords / s, flat = d[2] * kWords;
+  auto as_float = [](const Tensor& u) { return u.dtype() == dtypes::uint8 ? int8_floats(u) : u; };
+  if (lanes <= per)
+    return as_float(t)
+        .reshape({d[0], d[1], d[2], s, 1})
+        .expand({d[0], d[1], d[2], s, per})
+        .reshape({d[0], d[1], flat});
+  if (lanes != 2 * per) fail("linear_int8: {} lanes over values of {} words", lanes, per);
+  const std::vector<int64_t> dims{d[0], d[1], d[2] * s / 2, 2, per};
+  Tensor pairs = t.reshape({d[0], d[1], d[2] * s / 2, 2, 1});
+  auto half = [&](int64_t h) {
+    return as_float(pairs.shrink({{0, d[0]}, {0, d[1]}, {0, d[2] * s / 2}, {h, h + 1}, {0, 1}}))
+        .expand(dims);
+  };
+  return upper_half(dims, 3, t.device()).where(half(1), half(0)).reshape({d[0], d[1], flat});
+}
+
+// dot4 of each of the (1, out, nb, 64) uint32 `levels` with x's word: (rows, out, nb * 64) int32.
+Tensor level_dots(const XBlocks& x, const Tensor& levels) {
+  const int64_t rows = x.words.size(0), out = levels.size(1), k4 = levels.size(2) * kWords;
+  return dot4(levels.reshape({1, out, k4}), x.words.reshape({rows, 1, k4}));
+}
+
+// The sum over a K format's super-blocks, per word w: `dots` (level_dots) * (d * x's scale) *
 // sub-block scale, plus the sub-blocks' constant terms (their offsets or mins times x's level
-// sums), one per sub-block. `levels` (1, out, nb, 64) uint32, `d` (1, out, nb, 1), `sc` (1, out,
-// nb, S) float32 (Q6_K's: its int8 scales as uint8 bytes), `constants` (rows, out, nb, S'):
-// (rows, out, nb * 64) for a reduce over the last axis.
-Tensor k_terms(const XBlocks& x, const Tensor& levels, const Tensor& d, const Tensor& sc,
-               const Tensor& constants) {
-  const int64_t rows = x.words.size(0), out = levels.size(1), nb = levels.size(2), k4 = nb * kWords;
+// sums), one per sub-block. `d` (1, out, nb, 1), `sc` (1, out, nb, S) float32 (Q6_K's: its int8
+// scales as uint8 bytes), `constants` (rows, out, nb, S') or undefined (none), `lanes` the words
+// of a vector that the levels' layout allows (8, or 16 where 16 consecutive level words come from
+// 16 consecutive words of the weight): (rows, out, nb * 64) for a reduce over the last axis.
+Tensor k_terms(const XBlocks& x, const Tensor& dots, const Tensor& d, const Tensor& sc,
+               const Tensor& constants, int64_t lanes) {
+  const int64_t rows = dots.size(0), out = dots.size(1), nb = sc.size(2), k4 = nb * kWords;
   // d * dx is shared by a sub-block's 8 words; the product by the sub-block scale is its own
   // multiply-add.
-  Tensor dd = (d * x.scale)
-                  .reshape({rows, out, nb, 8, 1})
-                  .expand({rows, out, nb, 8, 8})
-                  .reshape({rows, out, k4});
-  Tensor pd =
-      dot4(levels.reshape({1, out, k4}), x.words.reshape({rows, 1, k4})).cast(dtypes::float32) * dd;
-  // The sub-block scale per word: 8 words per scale are one lane group's broadcast load; 4 (Q6_K's
-  // sub-blocks of 16) a choice between two of them per 8 words (a gather would cost the lanes).
-  Tensor scale;
-  if (sc.size(3) == 8) {
-    scale = spread(sc.reshape({out * nb, 8}), 8);
-  } else {
-    const std::vector<int64_t> dims{out * nb, 8, 2, 4};
-    Tensor pairs = sc.reshape({out * nb, 8, 2, 1});
-    // Q6_K's int8 scales come as bytes, each read from a table (see six_bit_floats) where the
-    // lane group broadcasts it: converted in place, each took a sign extension, a conversion and
-    // a broadcast.
-    auto as_float = [](const Tensor& t) { return t.dtype() == dtypes::uint8 ? int8_floats(t) : t; };
-    Tensor first = as_float(pairs.shrink({{0, out * nb}, {0, 8}, {0, 1}, {0, 1}})).expand(dims);
-    Tensor second = as_float(pairs.shrink({{0, out * nb}, {0, 8}, {1, 2}, {0, 1}})).expand(dims);
-    scale = upper_half(dims, 2, sc.device()).where(second, first);
-  }
-  scale = scale.reshape({1, out, k4});
+  Tensor pd = dots.cast(dtypes::float32) * over_words(d * x.scale, lanes);
+  Tensor scale = over_words(sc, lanes);
+  if (!constants.defined()) return pd * scale;
   // The S' constant terms sit in the super-block's first S' words, zero in the others (the reduce
   // adds them all): one vector of them per super-block rather than a term per word (which ran
   // 15-20% slower on Q4_K, bound by instruction issue).
@@ -73,19 +91,26 @@ Tensor k_terms(const XBlocks& x, const Tensor& levels, const Tensor& d, const Te
   return pd * scale + placed;
 }
 
-// Q4_K and Q5_K (the same scales, mins and nibbles; Q5_K adds a fifth bit from qh): 4-bit
-// sub-block 2g takes the low nibbles of quant words 8g..8g+7, 2g+1 their high nibbles.
+// Nibbles from the 32 words at word `qs` of each of the n blocks `w` (n, words per block), in
+// runs of `run` words: run g's low nibbles are level words 2g * run.., its high nibbles the next
+// run of them; (n, 32 / run, 2, run). Q4_K's runs are 8 words (sub-block 2g low, 2g + 1 high).
+Tensor nibble_runs(const Tensor& w, int64_t qs, int64_t run) {
+  const int64_t n = w.size(0), runs = 32 / run;
+  return shift_upper(
+             w.shrink({{0, n}, {qs, qs + 32}}).reshape({n, runs, 1, run}).expand({n, runs, 2, run}),
+             2, 4) &
+         0x0F0F0F0F;
+}
+
+// Q4_K and Q5_K (the same scales, mins and nibbles; Q5_K adds a fifth bit from qh).
 Tensor k4_terms(const Int8Rows& x, GgmlType type, const Tensor& raw, const Tensor& words,
                 int64_t out, int64_t nb) {
   const bool q5 = type == GgmlType::Q5_K;
   const int64_t bytes = q5 ? q5_k::kBytes : q4_k::kBytes, per_block = bytes / 4, n = out * nb;
-  const int64_t qs = (q5 ? q5_k::kQs : q4_k::kQs) / 4;
   Blocks b(raw.reshape({n, bytes}));
   Tensor w = words.reshape({n, per_block});
   const std::vector<int64_t> dims{n, 4, 2, 8};
-  Tensor level =
-      shift_upper(w.shrink({{0, n}, {qs, qs + 32}}).reshape({n, 4, 1, 8}).expand(dims), 2, 4) &
-      0x0F0F0F0F;
+  Tensor level = nibble_runs(w, (q5 ? q5_k::kQs : q4_k::kQs) / 4, 8);
   if (q5) {
     // Sub-block j = 4g1 + 2g0 + h takes bit j of each qh byte: shifts chosen per bit of j.
     const int64_t qh = q5_k::kQh / 4;
@@ -108,8 +133,30 @@ Tensor k4_terms(const Int8Rows& x, GgmlType type, const Tensor& raw, const Tenso
   const XBlocks xb = x_blocks(x, nb, -1);
   Tensor m = scales_mins.second.cast(dtypes::float32).reshape({1, out, nb, 8});
   Tensor mins = -b.f16(q4_k::kDmin).reshape({1, out, nb, 1}) * m * xb.sum32;
-  return k_terms(xb, level.reshape({1, out, nb, kWords}), b.f16(q4_k::kD).reshape({1, out, nb, 1}),
-                 sc, mins);
+  return k_terms(xb, level_dots(xb, level.reshape({1, out, nb, kWords})),
+                 b.f16(q4_k::kD).reshape({1, out, nb, 1}), sc, mins, 8);
+}
+
+// IQ4_XS in reorder_iq4_xs's order: runs of 16 nibble words, each code's level plus 128 from
+// the table (the weight side of DOT4 is unsigned), per sub-block d * (ls - 32). 16 consecutive
+// level words read 16 consecutive words of the weight: vectors of 16 lanes.
+Tensor iq4_xs_terms(const Int8Rows& x, const Tensor& raw, const Tensor& words, int64_t out,
+                    int64_t nb) {
+  const int64_t n = out * nb;
+  Blocks b(raw.reshape({n, iq4_xs::kBytes}));
+  Tensor level = byte_lut(nibble_runs(words.reshape({n, iq4_xs::kBytes / 4}), iq4_xs::kQs / 4, 16),
+                          kIQ4NLOffsetLevels);
+  const XBlocks xb = x_blocks(x, nb, -1);
+  // The offset leaves each word's product in integers: dot4 with 4 bytes of 128 subtracted. (A
+  // term per sub-block, as the K formats' offsets, would sit in 8 of a vector's 16 lanes: its
+  // uniform loads gated per lane would cost the vector.)
+  const std::vector<int64_t> dims{1, out, nb, kWords};
+  const Tensor offset =
+      Tensor::full({1, 1, 1, 1}, int64_t{0x01010101} * kIQ4NLOffset, dtypes::uint32, raw.device())
+          .expand(dims);
+  const Tensor dots = level_dots(xb, level.reshape(dims)) - level_dots(xb, offset);
+  return k_terms(xb, dots, b.f16(iq4_xs::kD).reshape({1, out, nb, 1}),
+                 iq4_xs_scales(b).reshape({1, out, nb, 8}), Tensor(), 16);
 }
 
 // Q6_K: element 128h + 32(2qhi + qlo) + l is nibble qhi of ql[64h + 32qlo + l] and bits
@@ -145,7 +192,8 @@ Tensor q6_k_terms(const Int8Rows& x, const Tensor& raw, const Tensor& words, int
     // 16 lanes would be a gather).
     Tensor offsets = -static_cast<double>(q6_k::kOffset) * d *
                      sc.bitcast(dtypes::int8).cast(dtypes::float32) * xb.sum16;
-    Tensor t = k_terms(xb, level.reshape({1, out, nb / 2, kWords}), d, sc, offsets);
+    Tensor t =
+        k_terms(xb, level_dots(xb, level.reshape({1, out, nb / 2, kWords})), d, sc, offsets, 8);
     sum = parity ? sum + t : t;
   }
   return sum;
@@ -159,7 +207,8 @@ bool int8_activations(GgmlType type) {
 }
 
 bool linear_int8_supports(GgmlType type, int64_t in) {
-  if (type == GgmlType::Q4_K || type == GgmlType::Q5_K) return in > 0 && in % kQK_K == 0;
+  if (type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::IQ4_XS)
+    return in > 0 && in % kQK_K == 0;
   if (type == GgmlType::Q6_K) return in > 0 && in % (2 * kQK_K) == 0;
   return false;
 }
@@ -177,9 +226,45 @@ Tensor linear_int8(const Int8Rows& x, GgmlType type, const Tensor& raw, const Te
          to_string(words.dtype()));
   if (x.words.ndim() != 2 || x.words.size(1) * 4 != in)
     fail("linear_int8: {} inputs, x has {}", in, shape_str(x.words.shape()));
-  Tensor terms = type == GgmlType::Q6_K ? q6_k_terms(x, raw, words, out, nb)
-                                        : k4_terms(x, type, raw, words, out, nb);
+  Tensor terms = type == GgmlType::Q6_K     ? q6_k_terms(x, raw, words, out, nb)
+                 : type == GgmlType::IQ4_XS ? iq4_xs_terms(x, raw, words, out, nb)
+                                            : k4_terms(x, type, raw, words, out, nb);
   return terms.sum({-1});
+}
+
+void iq4_xs_codes(const uint8_t* block, uint8_t* codes) {
+  // Sub-block j, element l and 16 + l: the low and high nibble of qs[16j + l].
+  const uint8_t* qs = block + iq4_xs::kQs;
+  for (int64_t j = 0; j < kQK_K / iq4_xs::kSubBlock; ++j)
+    for (int64_t l = 0; l < 16; ++l) {
+      codes[32 * j + l] = qs[16 * j + l] & 15;
+      codes[32 * j + 16 + l] = qs[16 * j + l] >> 4;
+    }
+}
+
+std::shared_ptr<std::byte> reorder_iq4_xs(std::span<const std::byte> blocks) {
+  if (blocks.empty() || blocks.size() % iq4_xs::kBytes != 0)
+    fail("linear_int8: {} bytes are not whole IQ4_XS blocks of {}", blocks.size(), iq4_xs::kBytes);
+  static HugePageArena arena;
+  std::shared_ptr<std::byte> copy = arena.allocate(blocks.size(), "IQ4_XS blocks reordered");
+  const auto* src = reinterpret_cast<const uint8_t*>(blocks.data());
+  auto* dst = reinterpret_cast<uint8_t*>(copy.get());
+  const auto n = static_cast<int64_t>(blocks.size() / iq4_xs::kBytes);
+  ThreadPool::instance().parallel_for(n, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const uint8_t* block = src + i * iq4_xs::kBytes;
+      uint8_t* to = dst + i * iq4_xs::kBytes;
+      std::memcpy(to, block, iq4_xs::kQs);  // d and the scales
+      // The codes: byte b of half h, element 128h + b (low nibble) and 128h + 64 + b (high).
+      uint8_t codes[kQK_K];
+      iq4_xs_codes(block, codes);
+      for (int64_t b = 0; b < kQK_K / 2; ++b) {
+        const int64_t e = 128 * (b / 64) + b % 64;
+        to[iq4_xs::kQs + b] = static_cast<uint8_t>(codes[e] | codes[e + 64] << 4);
+      }
+    }
+  });
+  return copy;
 }
 
 }  // namespace ugrad::llm

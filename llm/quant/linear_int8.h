@@ -2,12 +2,14 @@
 // (llm/quant/int8_rows.h) with the weight's quants unpacked 4 per 32-bit word, scaled per
 // sub-block in float: the lazy form of a decode step's product on CPUs with int8 dot products.
 // The K formats' levels are unsigned (Q4_K, Q5_K: 0..31 with a min per sub-block; Q6_K: 0..63,
-// offset by 32), each offset a term per sub-block over x's level sums. (IQ4_XS has no such form:
-// a word's low and high nibbles are elements 16 apart, so x's 8 words of a sub-block pair with
-// its 4 words twice, which leaves no contiguous vector lanes; its int8 form is matmul_int8.h's
-// for every row count.)
+// offset by 32), each offset a term per sub-block over x's level sums. IQ4_XS's codes select
+// levels from a table (BYTE_LUT) offset by 128 likewise; its blocks are read reordered
+// (reorder_iq4_xs): in the file a word's low and high nibbles are elements 16 apart, so x's 8
+// words of a sub-block would pair with its 4 words twice, which leaves no contiguous vector lanes.
 #pragma once
 #include <cstdint>
+#include <memory>
+#include <span>
 
 #include "llm/quant/formats.h"
 #include "llm/quant/int8_rows.h"
@@ -15,9 +17,20 @@
 
 namespace ugrad::llm {
 
-/// Whether linear_int8 takes a `type` weight with rows of `in` elements: Q4_K and Q5_K with `in`
-/// a multiple of 256, Q6_K a multiple of 512 (its 210-byte blocks pair up into whole words).
+/// Whether linear_int8 takes a `type` weight with rows of `in` elements: Q4_K, Q5_K and IQ4_XS
+/// with `in` a multiple of 256, Q6_K a multiple of 512 (its 210-byte blocks pair up into whole
+/// words).
 bool linear_int8_supports(GgmlType type, int64_t in);
+
+/// An IQ4_XS block's 256 codes (4-bit indices into its level table) in element order, written to
+/// `codes`.
+void iq4_xs_codes(const uint8_t* block, uint8_t* codes);
+/// IQ4_XS blocks as linear_int8 reads them, the file's size: byte b of half h of a block's codes
+/// (b < 64) holds element 128h + b in its low nibble and 128h + 64 + b in its high one (16 words
+/// of a half are then 16 lanes of one sub-block pair's levels), d and the scales as in the file;
+/// in huge pages (base/huge_pages.h), reordered by the thread pool. An Error names a size that is
+/// not whole blocks.
+std::shared_ptr<std::byte> reorder_iq4_xs(std::span<const std::byte> blocks);
 
 /// Whether a linear of `type` takes its input rounded to int8 levels (llm/quant/int8_rows.h) on
 /// every path, whatever kernel runs it: the formats with an int8 form (Q4_K, Q5_K, Q6_K, IQ4_XS),
@@ -25,7 +38,8 @@ bool linear_int8_supports(GgmlType type, int64_t in);
 bool int8_activations(GgmlType type);
 
 /// x's rows times the transpose of the (out, in) `type` weight, (rows, out) float32. `raw` holds
-/// the blocks as uint8, `words` the same memory as uint32; errors name the type and sizes.
+/// the blocks as uint8 (IQ4_XS's as reorder_iq4_xs makes them), `words` the same memory as uint32;
+/// errors name the type and sizes.
 Tensor linear_int8(const Int8Rows& x, GgmlType type, const Tensor& raw, const Tensor& words,
                    int64_t out, int64_t in);
 

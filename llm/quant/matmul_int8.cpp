@@ -9,6 +9,7 @@
 #include "base/huge_pages.h"
 #include "llm/quant/blocks.h"
 #include "llm/quant/iq4_tables.h"
+#include "llm/quant/linear_int8.h"
 #include "runtime/thread_pool.h"
 
 namespace ugrad::llm {
@@ -84,14 +85,8 @@ void pack_q6_k(const uint8_t* block, PairWords* words, PairScales* scales, PairS
 // IQ4_XS: the levels' 4-bit codes as Q4_K's nibble words, per sub-block d * (ls - 32); the
 // kernel reads the codes' levels from the table (plus 128, see iq4_tables.h).
 void pack_iq4_xs(const uint8_t* block, PairWords* words, PairScales* scales, PairScales*) {
-  // Sub-block ib, element l and 16 + l: the low and high nibble of qs[16ib + l].
   uint8_t codes[kQK_K];
-  const uint8_t* qs = block + iq4_xs::kQs;
-  for (int64_t ib = 0; ib < kQK_K / iq4_xs::kSubBlock; ++ib)
-    for (int64_t l = 0; l < 16; ++l) {
-      codes[32 * ib + l] = qs[16 * ib + l] & 15;
-      codes[32 * ib + 16 + l] = qs[16 * ib + l] >> 4;
-    }
+  iq4_xs_codes(block, codes);
   const float d = load_f16(block + iq4_xs::kD);
   const uint16_t scales_h = load_u16(block + iq4_xs::kScalesH);
   for (int64_t j = 0; j < kPairsPerBlock; ++j) {

@@ -3,11 +3,13 @@
 // and the same rounded activations, and the packed GEMM (llm/quant/matmul_int8.h) alike.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
 #include "base/error.h"
 #include "llm/quant/block_exprs.h"
+#include "llm/quant/blocks.h"
 #include "llm/quant/dequantize.h"
 #include "llm/quant/int8_rows.h"
 #include "llm/quant/lazy_dequant.h"
@@ -108,14 +110,14 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
                  {GgmlType::Q5_K, 8, 256},
                  {GgmlType::Q6_K, 48, 1536},
                  {GgmlType::Q6_K, 300, 512},
+                 {GgmlType::IQ4_XS, 24, 256},
                  {GgmlType::IQ4_XS, 20, 512},
                  {GgmlType::IQ4_XS, 36, 1024}}) {
     const auto [type, out, in] = c;
     CAPTURE(format_of(type).name);
     CAPTURE(out);
     CAPTURE(in);
-    // IQ4_XS has only the GEMM form (linear_int8.h), for every row count.
-    REQUIRE(linear_int8_supports(type, in) == (type != GgmlType::IQ4_XS));
+    REQUIRE(linear_int8_supports(type, in));
     std::mt19937 rng(5);
     std::normal_distribution<float> normal(0, 0.1f);
     std::vector<float> w(out * in);
@@ -126,10 +128,15 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
     std::vector<float> deq(w.size());
     dequantize(type, bytes, deq);
     const auto n = static_cast<int64_t>(bytes.size());
-    Tensor blocks = Tensor::from_host_memory(std::as_bytes(std::span(bytes)), {n}, dtypes::uint8,
-                                             "CPU", nullptr);
-    Tensor words = Tensor::from_host_memory(std::as_bytes(std::span(bytes)), {n / 4},
-                                            dtypes::uint32, "CPU", nullptr);
+    // linear_int8 reads IQ4_XS reordered (the GEMM's packing takes the file's blocks).
+    std::span<const std::byte> file = std::as_bytes(std::span(bytes)), read = file;
+    std::shared_ptr<std::byte> reordered;
+    if (type == GgmlType::IQ4_XS) {
+      reordered = reorder_iq4_xs(file);
+      read = {reordered.get(), file.size()};
+    }
+    Tensor blocks = Tensor::from_host_memory(read, {n}, dtypes::uint8, "CPU", reordered);
+    Tensor words = Tensor::from_host_memory(read, {n / 4}, dtypes::uint32, "CPU", reordered);
     const bool gemm = matmul_int8_supports(type, in);
     CHECK(gemm == (type != GgmlType::Q5_K && in % 512 == 0));
     const PackedInt8Weight packed =
@@ -168,14 +175,13 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
           CHECK(std::fabs(got[r * out + o] - want) <= 1e-5 * mag + 1e-6);
         }
     }
-    CHECK_THROWS_WITH_AS(
-        linear_int8(quantize_rows_int8(Tensor::zeros({1, in})), type, blocks,
-                    words.shrink({{0, 36}}), out, in),
-        doctest::Contains(linear_int8_supports(type, in) ? "uint32 words" : "no int8 form"), Error);
+    CHECK_THROWS_WITH_AS(linear_int8(quantize_rows_int8(Tensor::zeros({1, in})), type, blocks,
+                                     words.shrink({{0, 36}}), out, in),
+                         doctest::Contains("uint32 words"), Error);
   }
   CHECK(!linear_int8_supports(GgmlType::Q6_K, 256));  // one 210-byte block per row
   CHECK(!linear_int8_supports(GgmlType::Q8_0, 256));
-  CHECK(!linear_int8_supports(GgmlType::IQ4_XS, 512));
+  CHECK(!linear_int8_supports(GgmlType::IQ4_XS, 384));
   CHECK_THROWS_WITH_AS(linear_int8(quantize_rows_int8(Tensor::zeros({1, 256})), GgmlType::Q6_K,
                                    Tensor::zeros({210}, dtypes::uint8), Tensor(), 1, 256),
                        doctest::Contains("Q6_K rows of 256 inputs have no int8 form"), Error);
@@ -192,6 +198,31 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
                        doctest::Contains("512 inputs, x has 16 pairs"), Error);
   CHECK_THROWS_WITH_AS(quantize_pairs_int8(Tensor::zeros({2, 96})),
                        doctest::Contains("a multiple of 64 values, got (2, 96)"), Error);
+}
+
+TEST_CASE("IQ4_XS reordered: each element keeps its code") {
+  // The file (blocks.h): element 32j + 16h + l of sub-block j is nibble h of qs[16j + l]; the
+  // order linear_int8 reads: element 128p + 64h + l is nibble h of byte 64p + l.
+  std::mt19937 rng(3);
+  std::vector<std::byte> blocks(3 * iq4_xs::kBytes);
+  for (std::byte& b : blocks) b = std::byte(rng());
+  const std::shared_ptr<std::byte> got = reorder_iq4_xs(blocks);
+  const auto* file = reinterpret_cast<const uint8_t*>(blocks.data());
+  const auto* ordered = reinterpret_cast<const uint8_t*>(got.get());
+  for (int64_t b = 0; b < 3; ++b) {
+    const uint8_t* f = file + b * iq4_xs::kBytes;
+    const uint8_t* o = ordered + b * iq4_xs::kBytes;
+    CHECK(std::equal(f, f + iq4_xs::kQs, o));  // d and the scales
+    for (int64_t e = 0; e < kQK_K; ++e) {
+      const int64_t j = e / 32, h = e % 32 / 16, l = e % 16;
+      const int64_t p = e / 128, h2 = e % 128 / 64, l2 = e % 64;
+      CAPTURE(e);
+      CHECK(((f[iq4_xs::kQs + 16 * j + l] >> (4 * h)) & 15) ==
+            ((o[iq4_xs::kQs + 64 * p + l2] >> (4 * h2)) & 15));
+    }
+  }
+  CHECK_THROWS_WITH_AS(reorder_iq4_xs(std::vector<std::byte>(200)),
+                       doctest::Contains("200 bytes are not whole IQ4_XS blocks of 136"), Error);
 }
 
 TEST_CASE("the int8 linears' float tables are constants written from the host, once per device") {
