@@ -1,6 +1,5 @@
 #include "llm/quant/linear_int8.h"
 
-#include <algorithm>
 #include <cstring>
 
 #include "base/error.h"
