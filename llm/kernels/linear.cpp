@@ -120,11 +120,12 @@ Linear load_linear(const GgufTensor& t, const std::string& device,
     std::span<const std::byte> bytes = std::as_bytes(t.data);
     std::shared_ptr<const void> holder = owner;
     if (t.type == GgmlType::IQ4_XS) {
-      // linear_int8 reads IQ4_XS from a reordered copy (the file's size): where that would take
-      // more than half of what is available, the generic path.
-      if (bytes.size() > mem_available() / 2) return l;
+      // linear_int8 reads IQ4_XS from a reordered copy (140 bytes per 136 of the file): where
+      // that would take more than half of what is available, the generic path.
+      const auto size = static_cast<size_t>(linear_int8_bytes(t.type, out, in));
+      if (size > mem_available() / 2) return l;
       std::shared_ptr<std::byte> copy = reorder_iq4_xs(bytes);
-      bytes = {copy.get(), bytes.size()};
+      bytes = {copy.get(), size};
       holder = std::move(copy);
     }
     const auto n = static_cast<int64_t>(bytes.size());

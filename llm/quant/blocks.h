@@ -129,6 +129,13 @@ inline uint32_t load_u32(const uint8_t* p) {
 inline float load_f16(const uint8_t* p) { return half_to_float(load_u16(p)); }
 /// Little-endian f32 at p.
 inline float load_f32(const uint8_t* p) { return std::bit_cast<float>(load_u32(p)); }
+/// IQ4_XS: sub-block j's scale ls - 32 of the block at p (ls: nibble j % 2 of scales_l[j / 2]
+/// below bits 2j.. of scales_h).
+inline int iq4_xs_scale(const uint8_t* p, int64_t j) {
+  const int ls = ((p[iq4_xs::kScalesL + j / 2] >> (4 * (j % 2))) & 15) |
+                 ((load_u16(p + iq4_xs::kScalesH) >> (2 * j)) & 3) << 4;
+  return ls - iq4_xs::kScaleOffset;
+}
 /// Stores v little-endian at p.
 inline void store_u16(uint8_t* p, uint16_t v) {
   p[0] = uint8_t(v);

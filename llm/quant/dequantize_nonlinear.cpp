@@ -29,13 +29,9 @@ void dequantize_iq4_nl(const uint8_t* src, float* dst, size_t nblocks) {
 void dequantize_iq4_xs(const uint8_t* src, float* dst, size_t nblocks) {
   for (size_t b = 0; b < nblocks; ++b, src += iq4_xs::kBytes) {
     const float d = load_f16(src + iq4_xs::kD);
-    const uint16_t scales_h = load_u16(src + iq4_xs::kScalesH);
-    const uint8_t* scales_l = src + iq4_xs::kScalesL;
     const uint8_t* qs = src + iq4_xs::kQs;
     for (int ib = 0; ib < kQK_K / iq4_xs::kSubBlock; ++ib, qs += kHalf, dst += kQK) {
-      const int ls =
-          ((scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF) | (((scales_h >> (2 * ib)) & 3) << 4);
-      const float dl = d * float(ls - iq4_xs::kScaleOffset);
+      const float dl = d * float(iq4_xs_scale(src, ib));
       for (int j = 0; j < kHalf; ++j) {
         dst[j] = dl * float(kIQ4NLValues[qs[j] & 0xF]);
         dst[j + kHalf] = dl * float(kIQ4NLValues[qs[j] >> 4]);

@@ -1,5 +1,6 @@
 #include "llm/quant/linear_int8.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/error.h"
@@ -35,29 +36,48 @@ XBlocks x_blocks(const Int8Rows& x, int64_t nb, int parity) {
   return {view(x.words, kWords), view(x.scale, 8), view(x.sum32, 8), view(x.sum16, 16)};
 }
 
-// t (A, B, nb, S), S values per super-block each over its 64 / S consecutive words, as (A, B,
-// nb * 64): each value one lane group's broadcast load where a group of `lanes` words lies within
-// it; where a group spans two values (Q6_K's sub-blocks of 16 in 8 lanes, sub-blocks of 32 in
-// 16), a choice between the two broadcasts per half of the group (a gather would cost the lanes).
-// Q6_K's int8 scales come as bytes, each read from a table (see six_bit_floats) where the group
-// broadcasts it: converted in place, each took a sign extension, a conversion and a broadcast.
-Tensor over_words(const Tensor& t, int64_t lanes) {
-  const std::vector<int64_t> d = t.dims();
+// The product of `factors`, each (A or 1, B or 1, nb, S): S values per super-block each over its
+// 64 / S consecutive words, as (A, B, nb * 64): each value one lane group's broadcast load where a
+// group of `lanes` words lies within it; where a group spans two values (Q6_K's sub-blocks of 16
+// in 8 lanes, sub-blocks of 32 in 16), a choice between the two broadcasts per half of the group
+// (a gather would cost the lanes), each half its own product. uint8 factors are int8 bytes, each
+// read from a table (see six_bit_floats) where the group broadcasts it: converted in place, each
+// took a sign extension, a conversion and a broadcast. (Multiplied before the choice, a product
+// with a table read was realized by a kernel of its own.)
+Tensor over_words(const std::vector<Tensor>& factors, int64_t lanes) {
+  std::vector<int64_t> d = factors[0].dims();
+  for (const Tensor& f : factors)
+    for (size_t i = 0; i < 2; ++i) d[i] = std::max(d[i], f.size(static_cast<int64_t>(i)));
   const int64_t s = d[3], per = kWords / s, flat = d[2] * kWords;
-  auto as_float = [](const Tensor& u) { return u.dtype() == dtypes::uint8 ? int8_floats(u) : u; };
+  // The product of the factors' views made by `view`, in float.
+  auto product = [&](const auto& view) {
+    Tensor p;
+    for (const Tensor& f : factors) {
+      Tensor v = view(f);
+      if (v.dtype() == dtypes::uint8) v = int8_floats(v);
+      p = p.defined() ? p * v : v;
+    }
+    return p;
+  };
   if (lanes <= per)
-    return as_float(t)
-        .reshape({d[0], d[1], d[2], s, 1})
+    return product([&](const Tensor& f) {
+             return f.reshape({f.size(0), f.size(1), d[2], s, 1});
+           })
         .expand({d[0], d[1], d[2], s, per})
         .reshape({d[0], d[1], flat});
   if (lanes != 2 * per) fail("linear_int8: {} lanes over values of {} words", lanes, per);
   const std::vector<int64_t> dims{d[0], d[1], d[2] * s / 2, 2, per};
-  Tensor pairs = t.reshape({d[0], d[1], d[2] * s / 2, 2, 1});
   auto half = [&](int64_t h) {
-    return as_float(pairs.shrink({{0, d[0]}, {0, d[1]}, {0, d[2] * s / 2}, {h, h + 1}, {0, 1}}))
+    return product([&](const Tensor& f) {
+             const int64_t a = f.size(0), b = f.size(1);
+             return f.reshape({a, b, d[2] * s / 2, 2, 1})
+                 .shrink({{0, a}, {0, b}, {0, d[2] * s / 2}, {h, h + 1}, {0, 1}});
+           })
         .expand(dims);
   };
-  return upper_half(dims, 3, t.device()).where(half(1), half(0)).reshape({d[0], d[1], flat});
+  return upper_half(dims, 3, factors[0].device())
+      .where(half(1), half(0))
+      .reshape({d[0], d[1], flat});
 }
 
 // dot4 of each of the (1, out, nb, 64) uint32 `levels` with x's word: (rows, out, nb * 64) int32.
@@ -77,8 +97,8 @@ Tensor k_terms(const XBlocks& x, const Tensor& dots, const Tensor& d, const Tens
   const int64_t rows = dots.size(0), out = dots.size(1), nb = sc.size(2), k4 = nb * kWords;
   // d * dx is shared by a sub-block's 8 words; the product by the sub-block scale is its own
   // multiply-add.
-  Tensor pd = dots.cast(dtypes::float32) * over_words(d * x.scale, lanes);
-  Tensor scale = over_words(sc, lanes);
+  Tensor pd = dots.cast(dtypes::float32) * over_words({d * x.scale}, lanes);
+  Tensor scale = over_words({sc}, lanes);
   if (!constants.defined()) return pd * scale;
   // The S' constant terms sit in the super-block's first S' words, zero in the others (the reduce
   // adds them all): one vector of them per super-block rather than a term per word (which ran
@@ -137,14 +157,15 @@ Tensor k4_terms(const Int8Rows& x, GgmlType type, const Tensor& raw, const Tenso
 }
 
 // IQ4_XS in reorder_iq4_xs's order: runs of 16 nibble words, each code's level plus 128 from
-// the table (the weight side of DOT4 is unsigned), per sub-block d * (ls - 32). 16 consecutive
-// level words read 16 consecutive words of the weight: vectors of 16 lanes.
+// the table (the weight side of DOT4 is unsigned), per sub-block d * (ls - 32) * x's scale, one
+// product spread over the sub-block's words. 16 consecutive level words read 16 consecutive words
+// of the weight: vectors of 16 lanes.
 Tensor iq4_xs_terms(const Int8Rows& x, const Tensor& raw, const Tensor& words, int64_t out,
                     int64_t nb) {
+  namespace r = iq4_xs_reordered;
   const int64_t n = out * nb;
-  Blocks b(raw.reshape({n, iq4_xs::kBytes}));
-  Tensor level = byte_lut(nibble_runs(words.reshape({n, iq4_xs::kBytes / 4}), iq4_xs::kQs / 4, 16),
-                          kIQ4NLOffsetLevels);
+  Tensor w = words.reshape({n, r::kBytes / 4});
+  Tensor level = byte_lut(nibble_runs(w, r::kQs / 4, 16), kIQ4NLOffsetLevels);
   const XBlocks xb = x_blocks(x, nb, -1);
   // The offset leaves each word's product in integers: dot4 with 4 bytes of 128 subtracted. (A
   // term per sub-block, as the K formats' offsets, would sit in 8 of a vector's 16 lanes: its
@@ -154,8 +175,9 @@ Tensor iq4_xs_terms(const Int8Rows& x, const Tensor& raw, const Tensor& words, i
       Tensor::full({1, 1, 1, 1}, int64_t{0x01010101} * kIQ4NLOffset, dtypes::uint32, raw.device())
           .expand(dims);
   const Tensor dots = level_dots(xb, level.reshape(dims)) - level_dots(xb, offset);
-  return k_terms(xb, dots, b.f16(iq4_xs::kD).reshape({1, out, nb, 1}),
-                 iq4_xs_scales(b).reshape({1, out, nb, 8}), Tensor(), 16);
+  Tensor d = w.shrink({{0, n}, {r::kD / 4, r::kD / 4 + 1}}).bitcast(dtypes::float32);
+  Tensor sc = Blocks(raw.reshape({n, r::kBytes})).bytes(r::kScales, 8).reshape({1, out, nb, 8});
+  return dots.cast(dtypes::float32) * over_words({d.reshape({1, out, nb, 1}) * xb.scale, sc}, 16);
 }
 
 // Q6_K: element 128h + 32(2qhi + qlo) + l is nibble qhi of ql[64h + 32qlo + l] and bits
@@ -212,12 +234,18 @@ bool linear_int8_supports(GgmlType type, int64_t in) {
   return false;
 }
 
+int64_t linear_int8_bytes(GgmlType type, int64_t out, int64_t in) {
+  const int64_t blocks = out * (in / kQK_K);
+  return blocks * static_cast<int64_t>(type == GgmlType::IQ4_XS ? iq4_xs_reordered::kBytes
+                                                                : format_of(type).block_bytes);
+}
+
 Tensor linear_int8(const Int8Rows& x, GgmlType type, const Tensor& raw, const Tensor& words,
                    int64_t out, int64_t in) {
   const QuantFormat& f = format_of(type);
   if (!linear_int8_supports(type, in))
     fail("linear_int8: {} rows of {} inputs have no int8 form", f.name, in);
-  const int64_t nb = in / kQK_K, bytes = out * nb * static_cast<int64_t>(f.block_bytes);
+  const int64_t nb = in / kQK_K, bytes = linear_int8_bytes(type, out, in);
   if (raw.dtype() != dtypes::uint8 || raw.numel() != bytes || words.dtype() != dtypes::uint32 ||
       words.numel() * 4 != bytes)
     fail("linear_int8: {} ({}, {}) needs {} bytes as uint8 and uint32 words, got {} {} and {} {}",
@@ -242,24 +270,29 @@ void iq4_xs_codes(const uint8_t* block, uint8_t* codes) {
 }
 
 std::shared_ptr<std::byte> reorder_iq4_xs(std::span<const std::byte> blocks) {
+  namespace r = iq4_xs_reordered;
   if (blocks.empty() || blocks.size() % iq4_xs::kBytes != 0)
     fail("linear_int8: {} bytes are not whole IQ4_XS blocks of {}", blocks.size(), iq4_xs::kBytes);
+  const auto n = static_cast<int64_t>(blocks.size() / iq4_xs::kBytes);
   static HugePageArena arena;
-  std::shared_ptr<std::byte> copy = arena.allocate(blocks.size(), "IQ4_XS blocks reordered");
+  std::shared_ptr<std::byte> copy =
+      arena.allocate(static_cast<size_t>(n) * r::kBytes, "IQ4_XS blocks reordered");
   const auto* src = reinterpret_cast<const uint8_t*>(blocks.data());
   auto* dst = reinterpret_cast<uint8_t*>(copy.get());
-  const auto n = static_cast<int64_t>(blocks.size() / iq4_xs::kBytes);
   ThreadPool::instance().parallel_for(n, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const uint8_t* block = src + i * iq4_xs::kBytes;
-      uint8_t* to = dst + i * iq4_xs::kBytes;
-      std::memcpy(to, block, iq4_xs::kQs);  // d and the scales
+      uint8_t* to = dst + i * r::kBytes;
+      const float d = load_f16(block + iq4_xs::kD);
+      std::memcpy(to + r::kD, &d, sizeof d);
+      for (int64_t j = 0; j < 8; ++j)
+        to[r::kScales + j] = static_cast<uint8_t>(static_cast<int8_t>(iq4_xs_scale(block, j)));
       // The codes: byte b of half h, element 128h + b (low nibble) and 128h + 64 + b (high).
       uint8_t codes[kQK_K];
       iq4_xs_codes(block, codes);
       for (int64_t b = 0; b < kQK_K / 2; ++b) {
         const int64_t e = 128 * (b / 64) + b % 64;
-        to[iq4_xs::kQs + b] = static_cast<uint8_t>(codes[e] | codes[e + 64] << 4);
+        to[r::kQs + b] = static_cast<uint8_t>(codes[e] | codes[e + 64] << 4);
       }
     }
   });

@@ -25,17 +25,28 @@ bool linear_int8_supports(GgmlType type, int64_t in);
 /// An IQ4_XS block's 256 codes (4-bit indices into its level table) in element order, written to
 /// `codes`.
 void iq4_xs_codes(const uint8_t* block, uint8_t* codes);
-/// IQ4_XS blocks as linear_int8 reads them, the file's size: byte b of half h of a block's codes
-/// (b < 64) holds element 128h + b in its low nibble and 128h + 64 + b in its high one (16 words
-/// of a half are then 16 lanes of one sub-block pair's levels), d and the scales as in the file;
-/// in huge pages (base/huge_pages.h), reordered by the thread pool. An Error names a size that is
-/// not whole blocks.
+/// IQ4_XS blocks as linear_int8 reads them (reorder_iq4_xs), 140 bytes where the file has 136: d
+/// widened to float32, the 8 sub-block scales ls - 32 as int8 (the file packs them in 6 bytes of
+/// bit fields, ~7 scalar instructions per scale to unpack in a kernel bound by instruction issue),
+/// then the 128 bytes of codes: byte b of half h (b < 64) holds element 128h + b in its low nibble
+/// and 128h + 64 + b in its high one (16 words of a half are then 16 lanes of one sub-block
+/// pair's levels).
+namespace iq4_xs_reordered {
+inline constexpr size_t kD = 0, kScales = 4, kQs = 12, kBytes = 140;
+}
+/// The reordered copy of `blocks` (whole IQ4_XS blocks; an Error names another size): their
+/// count times iq4_xs_reordered::kBytes, in huge pages (base/huge_pages.h), made by the thread
+/// pool.
 std::shared_ptr<std::byte> reorder_iq4_xs(std::span<const std::byte> blocks);
 
 /// Whether a linear of `type` takes its input rounded to int8 levels (llm/quant/int8_rows.h) on
 /// every path, whatever kernel runs it: the formats with an int8 form (Q4_K, Q5_K, Q6_K, IQ4_XS),
 /// so that a model computes the same products in a decode step and in a prefill chunk.
 bool int8_activations(GgmlType type);
+
+/// The bytes linear_int8 reads for an (out, in) `type` weight: the file's, or (IQ4_XS)
+/// reorder_iq4_xs's.
+int64_t linear_int8_bytes(GgmlType type, int64_t out, int64_t in);
 
 /// x's rows times the transpose of the (out, in) `type` weight, (rows, out) float32. `raw` holds
 /// the blocks as uint8 (IQ4_XS's as reorder_iq4_xs makes them), `words` the same memory as uint32;

@@ -88,16 +88,10 @@ void pack_iq4_xs(const uint8_t* block, PairWords* words, PairScales* scales, Pai
   uint8_t codes[kQK_K];
   iq4_xs_codes(block, codes);
   const float d = load_f16(block + iq4_xs::kD);
-  const uint16_t scales_h = load_u16(block + iq4_xs::kScalesH);
   for (int64_t j = 0; j < kPairsPerBlock; ++j) {
     const uint8_t* lo = codes + kPair * j;
     for (int64_t w = 0; w < kPairWords; ++w) words[j][w] = nibble_word(lo, lo + 32, w);
-    for (int64_t h = 0; h < 2; ++h) {
-      const int64_t ib = 2 * j + h;
-      const int ls = ((block[iq4_xs::kScalesL + ib / 2] >> (4 * (ib % 2))) & 15) |
-                     (((scales_h >> (2 * ib)) & 3) << 4);
-      scales[j][h] = d * float(ls - iq4_xs::kScaleOffset);
-    }
+    for (int64_t h = 0; h < 2; ++h) scales[j][h] = d * float(iq4_xs_scale(block, 2 * j + h));
   }
 }
 

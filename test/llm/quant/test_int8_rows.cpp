@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "base/error.h"
@@ -127,16 +128,17 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
     quantize(type, w, bytes);
     std::vector<float> deq(w.size());
     dequantize(type, bytes, deq);
-    const auto n = static_cast<int64_t>(bytes.size());
     // linear_int8 reads IQ4_XS reordered (the GEMM's packing takes the file's blocks).
     std::span<const std::byte> file = std::as_bytes(std::span(bytes)), read = file;
     std::shared_ptr<std::byte> reordered;
     if (type == GgmlType::IQ4_XS) {
       reordered = reorder_iq4_xs(file);
-      read = {reordered.get(), file.size()};
+      read = {reordered.get(), static_cast<size_t>(linear_int8_bytes(type, out, in))};
+      CHECK(read.size() == file.size() / 136 * 140);
     }
-    Tensor blocks = Tensor::from_host_memory(read, {n}, dtypes::uint8, "CPU", reordered);
-    Tensor words = Tensor::from_host_memory(read, {n / 4}, dtypes::uint32, "CPU", reordered);
+    const auto n_read = static_cast<int64_t>(read.size());
+    Tensor blocks = Tensor::from_host_memory(read, {n_read}, dtypes::uint8, "CPU", reordered);
+    Tensor words = Tensor::from_host_memory(read, {n_read / 4}, dtypes::uint32, "CPU", reordered);
     const bool gemm = matmul_int8_supports(type, in);
     CHECK(gemm == (type != GgmlType::Q5_K && in % 512 == 0));
     const PackedInt8Weight packed =
@@ -200,25 +202,36 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
                        doctest::Contains("a multiple of 64 values, got (2, 96)"), Error);
 }
 
-TEST_CASE("IQ4_XS reordered: each element keeps its code") {
-  // The file (blocks.h): element 32j + 16h + l of sub-block j is nibble h of qs[16j + l]; the
-  // order linear_int8 reads: element 128p + 64h + l is nibble h of byte 64p + l.
+TEST_CASE("IQ4_XS reordered: each element keeps its code, d and its sub-block's scale") {
+  // The file (blocks.h): d fp16, scales_h, scales_l, then element 32j + 16h + l of sub-block j is
+  // nibble h of qs[16j + l]. The order linear_int8 reads (140 bytes): d float32, 8 int8 scales,
+  // then element 128p + 64h + l is nibble h of code byte 64p + l.
   std::mt19937 rng(3);
   std::vector<std::byte> blocks(3 * iq4_xs::kBytes);
   for (std::byte& b : blocks) b = std::byte(rng());
   const std::shared_ptr<std::byte> got = reorder_iq4_xs(blocks);
   const auto* file = reinterpret_cast<const uint8_t*>(blocks.data());
   const auto* ordered = reinterpret_cast<const uint8_t*>(got.get());
+  // The scales are decoded here from the file's bit fields as blocks.h documents them.
   for (int64_t b = 0; b < 3; ++b) {
     const uint8_t* f = file + b * iq4_xs::kBytes;
-    const uint8_t* o = ordered + b * iq4_xs::kBytes;
-    CHECK(std::equal(f, f + iq4_xs::kQs, o));  // d and the scales
+    const uint8_t* o = ordered + b * 140;
+    float d = 0;
+    std::memcpy(&d, o, 4);
+    CHECK(d == half_to_float(uint16_t(f[0] | f[1] << 8)));
+    const unsigned scales_h = f[2] | f[3] << 8;
+    for (int64_t j = 0; j < 8; ++j) {
+      const int low = j % 2 == 0 ? f[4 + j / 2] & 15 : f[4 + j / 2] >> 4;
+      const int high = (scales_h >> (2 * j)) & 3;
+      CAPTURE(j);
+      CHECK(int(int8_t(o[4 + j])) == low + 16 * high - 32);
+    }
     for (int64_t e = 0; e < kQK_K; ++e) {
       const int64_t j = e / 32, h = e % 32 / 16, l = e % 16;
       const int64_t p = e / 128, h2 = e % 128 / 64, l2 = e % 64;
       CAPTURE(e);
       CHECK(((f[iq4_xs::kQs + 16 * j + l] >> (4 * h)) & 15) ==
-            ((o[iq4_xs::kQs + 64 * p + l2] >> (4 * h2)) & 15));
+            ((o[12 + 64 * p + l2] >> (4 * h2)) & 15));
     }
   }
   CHECK_THROWS_WITH_AS(reorder_iq4_xs(std::vector<std::byte>(200)),
