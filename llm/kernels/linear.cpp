@@ -116,11 +116,11 @@ Linear load_linear(const GgufTensor& t, const std::string& device,
     l = gpu_linear(std::as_bytes(t.data), t.type, out, in, device, owner);
   } else if (f.is_gpu || reinterpret_cast<uintptr_t>(t.data.data()) % 4 != 0) {
     return l;
-  } else if (linear_int8_supports(t.type, in) && !(one_row && t.type == GgmlType::IQ4_XS)) {
+  } else if (linear_int8_supports(t.type, in)) {
     std::span<const std::byte> bytes = std::as_bytes(t.data);
     std::shared_ptr<const void> holder = owner;
     if (t.type == GgmlType::IQ4_XS) {
-      // linear_int8 reads IQ4_XS from a reordered copy (140 bytes per 136 of the file): where
+      // linear_int8 reads IQ4_XS from a reordered copy (280 bytes per 272 of the file): where
       // that would take more than half of what is available, the generic path.
       const auto size = static_cast<size_t>(linear_int8_bytes(t.type, out, in));
       if (size > mem_available() / 2) return l;
@@ -133,11 +133,6 @@ Linear load_linear(const GgufTensor& t, const std::string& device,
     l.blocks = Tensor::from_host_memory(bytes, {n}, dtypes::uint8, device, holder);
     l.words = Tensor::from_host_memory(bytes, {n / 4}, dtypes::uint32, device, holder);
     if (!one_row) l.packed = pack_if_memory(t, out, in, device);
-  } else {
-    // IQ4_XS's output head: its one-row form needs a copy as well, and the GEMM's copy ran the
-    // 0.6B shape's 151936-row head faster (decode +4-10%, interleaved llm --benchmark runs).
-    l.packed = pack_if_memory(t, out, in, device);
-    if (l.packed.words.defined()) l.kernel = Linear::Kernel::CpuDot4;
   }
   return l;
 }

@@ -31,11 +31,10 @@ Tensor load_weight(const GgufTensor& t, const std::string& device,
 ///   CpuDot4   a format linear_int8 takes (Q4_K, Q5_K, Q6_K, IQ4_XS) on a CPU with int8 dot
 ///             products (x86 VNNI): one row (a decode step, the output head) runs as DOT4 over
 ///             the blocks themselves (the file's mapping; IQ4_XS's a copy with its codes
-///             reordered and its scales unpacked, reorder_iq4_xs; llm/quant/linear_int8.h);
-///             more rows (a prefill chunk) of a weight matmul_int8 takes (Q4_K, Q6_K, IQ4_XS)
-///             run as DOT4 over a copy repacked at load (llm/quant/matmul_int8.h), other
-///             weights the generic way. IQ4_XS's output head runs every row count over the
-///             repacked copy.
+///             reordered in pairs of blocks and its scales unpacked, reorder_iq4_xs;
+///             llm/quant/linear_int8.h); more rows (a prefill chunk) of a weight matmul_int8 takes
+///             (Q4_K, Q6_K, IQ4_XS) run as DOT4 over a copy repacked at load
+///             (llm/quant/matmul_int8.h), other weights the generic way.
 ///   Generic   the lazy dequantization fused into the matmul.
 /// Q4_K, Q5_K, Q6_K and IQ4_XS weights take their input rounded to int8 levels per 32 values
 /// (llm/quant/int8_rows.h) on every path, as ggml's CPU kernels do.
@@ -66,7 +65,7 @@ ExpertLinears load_experts(const GgufTensor& t, const std::string& device,
 
 /// The matrix `t` as a Linear (load_weight's arguments). A linear that only ever takes one row
 /// (`one_row`: the output head, which a chunk runs on its last row) keeps no prefill form where
-/// it has a one-row form over the file's blocks (IQ4_XS's head keeps only the prefill form).
+/// it has a one-row form over its blocks.
 Linear load_linear(const GgufTensor& t, const std::string& device,
                    const std::shared_ptr<const void>& owner = nullptr, bool one_row = false);
 

@@ -48,7 +48,8 @@ Int8Rows quantize_rows_int8(const Tensor& x) {
         .reshape({rows, nb * kInt8Block / per})
         .contiguous();
   };
-  return {words.reshape({rows, k4}).bitcast(dtypes::int32).contiguous(), scale, sums(32), sums(16)};
+  return {words.reshape({rows, k4}).bitcast(dtypes::int32).contiguous(), scale, sums(32), sums(16),
+          l.q};
 }
 
 Tensor round_rows_int8(const Tensor& x) {

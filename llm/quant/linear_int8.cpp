@@ -14,6 +14,9 @@ namespace ugrad::llm {
 namespace {
 
 constexpr int64_t kWords = kQK_K / 4;  // level words per super-block
+// The words of a vector the K formats' file layouts allow (a file word's fields are level words 8
+// or more apart).
+constexpr int64_t kLanes = 8;
 static_assert(kInt8Block == 32, "x's scales fall on every 8th word");
 
 // x's int8 rows over the super-blocks of a weight row (or over every other one: `parity` 0 or 1
@@ -36,48 +39,29 @@ XBlocks x_blocks(const Int8Rows& x, int64_t nb, int parity) {
   return {view(x.words, kWords), view(x.scale, 8), view(x.sum32, 8), view(x.sum16, 16)};
 }
 
-// The product of `factors`, each (A or 1, B or 1, nb, S): S values per super-block each over its
-// 64 / S consecutive words, as (A, B, nb * 64): each value one lane group's broadcast load where a
-// group of `lanes` words lies within it; where a group spans two values (Q6_K's sub-blocks of 16
-// in 8 lanes, sub-blocks of 32 in 16), a choice between the two broadcasts per half of the group
-// (a gather would cost the lanes), each half its own product. uint8 factors are int8 bytes, each
-// read from a table (see six_bit_floats) where the group broadcasts it: converted in place, each
-// took a sign extension, a conversion and a broadcast. (Multiplied before the choice, a product
-// with a table read was realized by a kernel of its own.)
-Tensor over_words(const std::vector<Tensor>& factors, int64_t lanes) {
-  std::vector<int64_t> d = factors[0].dims();
-  for (const Tensor& f : factors)
-    for (size_t i = 0; i < 2; ++i) d[i] = std::max(d[i], f.size(static_cast<int64_t>(i)));
+// t (A, B, nb, S), S values per super-block each over its 64 / S consecutive words, as (A, B,
+// nb * 64): each value one lane group's broadcast load where a group of kLanes words lies within
+// it; where a group spans two values (Q6_K's sub-blocks of 16), a choice between the two
+// broadcasts per half of the group (a gather would cost the lanes).
+// Q6_K's int8 scales come as bytes, each read from a table (see six_bit_floats) where the group
+// broadcasts it: converted in place, each took a sign extension, a conversion and a broadcast.
+Tensor over_words(const Tensor& t) {
+  const std::vector<int64_t> d = t.dims();
   const int64_t s = d[3], per = kWords / s, flat = d[2] * kWords;
-  // The product of the factors' views made by `view`, in float.
-  auto product = [&](const auto& view) {
-    Tensor p;
-    for (const Tensor& f : factors) {
-      Tensor v = view(f);
-      if (v.dtype() == dtypes::uint8) v = int8_floats(v);
-      p = p.defined() ? p * v : v;
-    }
-    return p;
-  };
-  if (lanes <= per)
-    return product([&](const Tensor& f) {
-             return f.reshape({f.size(0), f.size(1), d[2], s, 1});
-           })
+  auto as_float = [](const Tensor& u) { return u.dtype() == dtypes::uint8 ? int8_floats(u) : u; };
+  if (kLanes <= per)
+    return as_float(t)
+        .reshape({d[0], d[1], d[2], s, 1})
         .expand({d[0], d[1], d[2], s, per})
         .reshape({d[0], d[1], flat});
-  if (lanes != 2 * per) fail("linear_int8: {} lanes over values of {} words", lanes, per);
+  if (kLanes != 2 * per) fail("linear_int8: {} lanes over values of {} words", kLanes, per);
   const std::vector<int64_t> dims{d[0], d[1], d[2] * s / 2, 2, per};
+  Tensor pairs = t.reshape({d[0], d[1], d[2] * s / 2, 2, 1});
   auto half = [&](int64_t h) {
-    return product([&](const Tensor& f) {
-             const int64_t a = f.size(0), b = f.size(1);
-             return f.reshape({a, b, d[2] * s / 2, 2, 1})
-                 .shrink({{0, a}, {0, b}, {0, d[2] * s / 2}, {h, h + 1}, {0, 1}});
-           })
+    return as_float(pairs.shrink({{0, d[0]}, {0, d[1]}, {0, d[2] * s / 2}, {h, h + 1}, {0, 1}}))
         .expand(dims);
   };
-  return upper_half(dims, 3, factors[0].device())
-      .where(half(1), half(0))
-      .reshape({d[0], d[1], flat});
+  return upper_half(dims, 3, t.device()).where(half(1), half(0)).reshape({d[0], d[1], flat});
 }
 
 // dot4 of each of the (1, out, nb, 64) uint32 `levels` with x's word: (rows, out, nb * 64) int32.
@@ -89,16 +73,15 @@ Tensor level_dots(const XBlocks& x, const Tensor& levels) {
 // The sum over a K format's super-blocks, per word w: `dots` (level_dots) * (d * x's scale) *
 // sub-block scale, plus the sub-blocks' constant terms (their offsets or mins times x's level
 // sums), one per sub-block. `d` (1, out, nb, 1), `sc` (1, out, nb, S) float32 (Q6_K's: its int8
-// scales as uint8 bytes), `constants` (rows, out, nb, S') or undefined (none), `lanes` the words
-// of a vector that the levels' layout allows (8, or 16 where 16 consecutive level words come from
-// 16 consecutive words of the weight): (rows, out, nb * 64) for a reduce over the last axis.
+// scales as uint8 bytes), `constants` (rows, out, nb, S') or undefined (none): (rows, out, nb *
+// 64) for a reduce over the last axis.
 Tensor k_terms(const XBlocks& x, const Tensor& dots, const Tensor& d, const Tensor& sc,
-               const Tensor& constants, int64_t lanes) {
+               const Tensor& constants) {
   const int64_t rows = dots.size(0), out = dots.size(1), nb = sc.size(2), k4 = nb * kWords;
   // d * dx is shared by a sub-block's 8 words; the product by the sub-block scale is its own
   // multiply-add.
-  Tensor pd = dots.cast(dtypes::float32) * over_words({d * x.scale}, lanes);
-  Tensor scale = over_words({sc}, lanes);
+  Tensor pd = dots.cast(dtypes::float32) * over_words(d * x.scale);
+  Tensor scale = over_words(sc);
   if (!constants.defined()) return pd * scale;
   // The S' constant terms sit in the super-block's first S' words, zero in the others (the reduce
   // adds them all): one vector of them per super-block rather than a term per word (which ran
@@ -110,14 +93,16 @@ Tensor k_terms(const XBlocks& x, const Tensor& dots, const Tensor& d, const Tens
   return pd * scale + placed;
 }
 
-// Nibbles from the 32 words at word `qs` of each of the n blocks `w` (n, words per block), in
-// runs of `run` words: run g's low nibbles are level words 2g * run.., its high nibbles the next
-// run of them; (n, 32 / run, 2, run). Q4_K's runs are 8 words (sub-block 2g low, 2g + 1 high).
-Tensor nibble_runs(const Tensor& w, int64_t qs, int64_t run) {
-  const int64_t n = w.size(0), runs = 32 / run;
-  return shift_upper(
-             w.shrink({{0, n}, {qs, qs + 32}}).reshape({n, runs, 1, run}).expand({n, runs, 2, run}),
-             2, 4) &
+// Nibbles from the `count` words at word `qs` of each of the n blocks `w` (n, words per block),
+// in runs of `run` words: run g's low nibbles are level words 2g * run.., its high nibbles the
+// next run of them; (n, count / run, 2, run). Q4_K's runs are 8 of 32 words (sub-block 2g low,
+// 2g + 1 high).
+Tensor nibble_runs(const Tensor& w, int64_t qs, int64_t count, int64_t run) {
+  const int64_t n = w.size(0), runs = count / run;
+  return shift_upper(w.shrink({{0, n}, {qs, qs + count}})
+                         .reshape({n, runs, 1, run})
+                         .expand({n, runs, 2, run}),
+                     2, 4) &
          0x0F0F0F0F;
 }
 
@@ -129,7 +114,7 @@ Tensor k4_terms(const Int8Rows& x, GgmlType type, const Tensor& raw, const Tenso
   Blocks b(raw.reshape({n, bytes}));
   Tensor w = words.reshape({n, per_block});
   const std::vector<int64_t> dims{n, 4, 2, 8};
-  Tensor level = nibble_runs(w, (q5 ? q5_k::kQs : q4_k::kQs) / 4, 8);
+  Tensor level = nibble_runs(w, (q5 ? q5_k::kQs : q4_k::kQs) / 4, 32, 8);
   if (q5) {
     // Sub-block j = 4g1 + 2g0 + h takes bit j of each qh byte: shifts chosen per bit of j.
     const int64_t qh = q5_k::kQh / 4;
@@ -153,31 +138,56 @@ Tensor k4_terms(const Int8Rows& x, GgmlType type, const Tensor& raw, const Tenso
   Tensor m = scales_mins.second.cast(dtypes::float32).reshape({1, out, nb, 8});
   Tensor mins = -b.f16(q4_k::kDmin).reshape({1, out, nb, 1}) * m * xb.sum32;
   return k_terms(xb, level_dots(xb, level.reshape({1, out, nb, kWords})),
-                 b.f16(q4_k::kD).reshape({1, out, nb, 1}), sc, mins, 8);
+                 b.f16(q4_k::kD).reshape({1, out, nb, 1}), sc, mins);
 }
 
-// IQ4_XS in reorder_iq4_xs's order: runs of 16 nibble words, each code's level plus 128 from
-// the table (the weight side of DOT4 is unsigned), per sub-block d * (ls - 32) * x's scale, one
-// product spread over the sub-block's words. 16 consecutive level words read 16 consecutive words
-// of the weight: vectors of 16 lanes.
+// IQ4_XS in reorder_iq4_xs's order, a pair of blocks at a time: lane l of a 16-word vector
+// stays in sub-block l % 8 of block l / 8 over the pair's 8 steps, so its 8 DOT4s add up in
+// integers and the factor d * scale * x's scale is one vector per pair (x's words are read in the
+// same order, iq4_xs_x_words). Each code's level comes from the table plus 128 (the weight side of
+// DOT4 is unsigned); the offset leaves the sum in integers: DOT4s of x's words with bytes of 128,
+// subtracted.
 Tensor iq4_xs_terms(const Int8Rows& x, const Tensor& raw, const Tensor& words, int64_t out,
                     int64_t nb) {
   namespace r = iq4_xs_reordered;
-  const int64_t n = out * nb;
+  constexpr int64_t kSteps = 8, kSubs = 16;  // a lane per sub-block of the pair
+  const int64_t rows = x.words.size(0), pairs = nb / 2, n = out * pairs;
   Tensor w = words.reshape({n, r::kBytes / 4});
-  Tensor level = byte_lut(nibble_runs(w, r::kQs / 4, 16), kIQ4NLOffsetLevels);
-  const XBlocks xb = x_blocks(x, nb, -1);
-  // The offset leaves each word's product in integers: dot4 with 4 bytes of 128 subtracted. (A
-  // term per sub-block, as the K formats' offsets, would sit in 8 of a vector's 16 lanes: its
-  // uniform loads gated per lane would cost the vector.)
-  const std::vector<int64_t> dims{1, out, nb, kWords};
+  const Tensor level =
+      byte_lut(nibble_runs(w, r::kQs / 4, kSteps * kSubs / 2, kSubs), kIQ4NLOffsetLevels)
+          .reshape({1, out, pairs, kSteps, kSubs});
+  const Tensor xw = iq4_xs_x_words(x).reshape({rows, 1, pairs, kSteps, kSubs});
+  const std::vector<int64_t> dims{1, out, pairs, kSubs};
   const Tensor offset =
       Tensor::full({1, 1, 1, 1}, int64_t{0x01010101} * kIQ4NLOffset, dtypes::uint32, raw.device())
           .expand(dims);
-  const Tensor dots = level_dots(xb, level.reshape(dims)) - level_dots(xb, offset);
-  Tensor d = w.shrink({{0, n}, {r::kD / 4, r::kD / 4 + 1}}).bitcast(dtypes::float32);
-  Tensor sc = Blocks(raw.reshape({n, r::kBytes})).bytes(r::kScales, 8).reshape({1, out, nb, 8});
-  return dots.cast(dtypes::float32) * over_words({d.reshape({1, out, nb, 1}) * xb.scale, sc}, 16);
+  Tensor dots, offsets;
+  for (int64_t s = 0; s < kSteps; ++s) {
+    auto step = [&](const Tensor& t) {
+      const int64_t a = t.size(0), b = t.size(1);
+      return t.shrink({{0, a}, {0, b}, {0, pairs}, {s, s + 1}, {0, kSubs}})
+          .reshape({a, b, pairs, kSubs});
+    };
+    const Tensor xs = step(xw);
+    Tensor dl = dot4(step(level), xs), doff = dot4(offset, xs);
+    dots = s ? dots + dl : dl;
+    offsets = s ? offsets + doff : doff;
+  }
+  Tensor d = w.shrink({{0, n}, {r::kD / 4, r::kD / 4 + 2}})
+                 .bitcast(dtypes::float32)
+                 .reshape({1, out, pairs, 2, 1});
+  const std::vector<int64_t> halves{1, out, pairs, 2, kSubs / 2};
+  auto half = [&](int64_t h) {
+    return d.shrink({{0, 1}, {0, out}, {0, pairs}, {h, h + 1}, {0, 1}}).expand(halves);
+  };
+  Tensor dsel = upper_half(halves, 3, raw.device()).where(half(1), half(0)).reshape(dims);
+  Tensor sc = Blocks(raw.reshape({n, r::kBytes}))
+                  .bytes(r::kScales, kSubs)
+                  .reshape(dims)
+                  .bitcast(dtypes::int8)
+                  .cast(dtypes::float32);
+  Tensor f = dsel * sc * x.scale.reshape({rows, 1, pairs, kSubs});
+  return ((dots - offsets).cast(dtypes::float32) * f).reshape({rows, out, pairs * kSubs});
 }
 
 // Q6_K: element 128h + 32(2qhi + qlo) + l is nibble qhi of ql[64h + 32qlo + l] and bits
@@ -213,8 +223,7 @@ Tensor q6_k_terms(const Int8Rows& x, const Tensor& raw, const Tensor& words, int
     // 16 lanes would be a gather).
     Tensor offsets = -static_cast<double>(q6_k::kOffset) * d *
                      sc.bitcast(dtypes::int8).cast(dtypes::float32) * xb.sum16;
-    Tensor t =
-        k_terms(xb, level_dots(xb, level.reshape({1, out, nb / 2, kWords})), d, sc, offsets, 8);
+    Tensor t = k_terms(xb, level_dots(xb, level.reshape({1, out, nb / 2, kWords})), d, sc, offsets);
     sum = parity ? sum + t : t;
   }
   return sum;
@@ -222,22 +231,31 @@ Tensor q6_k_terms(const Int8Rows& x, const Tensor& raw, const Tensor& words, int
 
 }  // namespace
 
+Tensor iq4_xs_x_words(const Int8Rows& x) {
+  const int64_t rows = x.q.size(0), pairs = x.q.size(1) / 16;
+  if (x.q.size(1) % 16 != 0)
+    fail("linear_int8: IQ4_XS reads x in runs of 512 values, x has {} per row",
+         x.q.size(1) * kInt8Block);
+  // (rows, pair, block m, sub-block j, word s, byte) -> (rows, pair, s, m, j, byte)
+  Tensor q = x.q.reshape({rows, pairs, 2, 8, 8, 4}).permute({0, 1, 4, 2, 3, 5});
+  return level_words(q).reshape({rows, pairs * kQK_K / 2}).bitcast(dtypes::int32).contiguous();
+}
+
 bool int8_activations(GgmlType type) {
   return type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K ||
          type == GgmlType::IQ4_XS;
 }
 
 bool linear_int8_supports(GgmlType type, int64_t in) {
-  if (type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::IQ4_XS)
-    return in > 0 && in % kQK_K == 0;
-  if (type == GgmlType::Q6_K) return in > 0 && in % (2 * kQK_K) == 0;
+  if (type == GgmlType::Q4_K || type == GgmlType::Q5_K) return in > 0 && in % kQK_K == 0;
+  if (type == GgmlType::Q6_K || type == GgmlType::IQ4_XS) return in > 0 && in % (2 * kQK_K) == 0;
   return false;
 }
 
 int64_t linear_int8_bytes(GgmlType type, int64_t out, int64_t in) {
   const int64_t blocks = out * (in / kQK_K);
-  return blocks * static_cast<int64_t>(type == GgmlType::IQ4_XS ? iq4_xs_reordered::kBytes
-                                                                : format_of(type).block_bytes);
+  return type == GgmlType::IQ4_XS ? blocks / 2 * static_cast<int64_t>(iq4_xs_reordered::kBytes)
+                                  : blocks * static_cast<int64_t>(format_of(type).block_bytes);
 }
 
 Tensor linear_int8(const Int8Rows& x, GgmlType type, const Tensor& raw, const Tensor& words,
@@ -271,9 +289,11 @@ void iq4_xs_codes(const uint8_t* block, uint8_t* codes) {
 
 std::shared_ptr<std::byte> reorder_iq4_xs(std::span<const std::byte> blocks) {
   namespace r = iq4_xs_reordered;
-  if (blocks.empty() || blocks.size() % iq4_xs::kBytes != 0)
-    fail("linear_int8: {} bytes are not whole IQ4_XS blocks of {}", blocks.size(), iq4_xs::kBytes);
-  const auto n = static_cast<int64_t>(blocks.size() / iq4_xs::kBytes);
+  constexpr size_t kPair = 2 * iq4_xs::kBytes;
+  if (blocks.empty() || blocks.size() % kPair != 0)
+    fail("linear_int8: {} bytes are not whole pairs of IQ4_XS blocks of {}", blocks.size(),
+         iq4_xs::kBytes);
+  const auto n = static_cast<int64_t>(blocks.size() / kPair);
   static HugePageArena arena;
   std::shared_ptr<std::byte> copy =
       arena.allocate(static_cast<size_t>(n) * r::kBytes, "IQ4_XS blocks reordered");
@@ -281,19 +301,25 @@ std::shared_ptr<std::byte> reorder_iq4_xs(std::span<const std::byte> blocks) {
   auto* dst = reinterpret_cast<uint8_t*>(copy.get());
   ThreadPool::instance().parallel_for(n, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      const uint8_t* block = src + i * iq4_xs::kBytes;
       uint8_t* to = dst + i * r::kBytes;
-      const float d = load_f16(block + iq4_xs::kD);
-      std::memcpy(to + r::kD, &d, sizeof d);
-      for (int64_t j = 0; j < 8; ++j)
-        to[r::kScales + j] = static_cast<uint8_t>(static_cast<int8_t>(iq4_xs_scale(block, j)));
-      // The codes: byte b of half h, element 128h + b (low nibble) and 128h + 64 + b (high).
-      uint8_t codes[kQK_K];
-      iq4_xs_codes(block, codes);
-      for (int64_t b = 0; b < kQK_K / 2; ++b) {
-        const int64_t e = 128 * (b / 64) + b % 64;
-        to[r::kQs + b] = static_cast<uint8_t>(codes[e] | codes[e + 64] << 4);
+      uint8_t codes[2][kQK_K];
+      for (int64_t m = 0; m < 2; ++m) {
+        const uint8_t* block = src + i * kPair + m * iq4_xs::kBytes;
+        const float d = load_f16(block + iq4_xs::kD);
+        std::memcpy(to + r::kD + 4 * m, &d, sizeof d);
+        for (int64_t j = 0; j < 8; ++j)
+          to[r::kScales + 8 * m + j] =
+              static_cast<uint8_t>(static_cast<int8_t>(iq4_xs_scale(block, j)));
+        iq4_xs_codes(block, codes[m]);
       }
+      // Code word 16g + l, byte b: lane l is sub-block l % 8 of block l / 8; the low nibble is
+      // its element 8g + b (step 2g), the high one 8g + 4 + b (step 2g + 1).
+      for (int64_t g = 0; g < 4; ++g)
+        for (int64_t l = 0; l < 16; ++l)
+          for (int64_t b = 0; b < 4; ++b) {
+            const uint8_t* c = codes[l / 8] + 32 * (l % 8) + 8 * g + b;
+            to[r::kQs + 64 * g + 4 * l + b] = static_cast<uint8_t>(c[0] | c[4] << 4);
+          }
     }
   });
   return copy;

@@ -111,7 +111,7 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
                  {GgmlType::Q5_K, 8, 256},
                  {GgmlType::Q6_K, 48, 1536},
                  {GgmlType::Q6_K, 300, 512},
-                 {GgmlType::IQ4_XS, 24, 256},
+                 {GgmlType::IQ4_XS, 24, 1536},
                  {GgmlType::IQ4_XS, 20, 512},
                  {GgmlType::IQ4_XS, 36, 1024}}) {
     const auto [type, out, in] = c;
@@ -134,7 +134,7 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
     if (type == GgmlType::IQ4_XS) {
       reordered = reorder_iq4_xs(file);
       read = {reordered.get(), static_cast<size_t>(linear_int8_bytes(type, out, in))};
-      CHECK(read.size() == file.size() / 136 * 140);
+      CHECK(read.size() == file.size() / 272 * 280);
     }
     const auto n_read = static_cast<int64_t>(read.size());
     Tensor blocks = Tensor::from_host_memory(read, {n_read}, dtypes::uint8, "CPU", reordered);
@@ -183,7 +183,10 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
   }
   CHECK(!linear_int8_supports(GgmlType::Q6_K, 256));  // one 210-byte block per row
   CHECK(!linear_int8_supports(GgmlType::Q8_0, 256));
+  CHECK(!linear_int8_supports(GgmlType::IQ4_XS, 256));  // its blocks pair up as well
   CHECK(!linear_int8_supports(GgmlType::IQ4_XS, 384));
+  CHECK_THROWS_WITH_AS(iq4_xs_x_words(quantize_rows_int8(Tensor::zeros({1, 768}))),
+                       doctest::Contains("runs of 512 values, x has 768 per row"), Error);
   CHECK_THROWS_WITH_AS(linear_int8(quantize_rows_int8(Tensor::zeros({1, 256})), GgmlType::Q6_K,
                                    Tensor::zeros({210}, dtypes::uint8), Tensor(), 1, 256),
                        doctest::Contains("Q6_K rows of 256 inputs have no int8 form"), Error);
@@ -204,66 +207,41 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
 
 TEST_CASE("IQ4_XS reordered: each element keeps its code, d and its sub-block's scale") {
   // The file (blocks.h): d fp16, scales_h, scales_l, then element 32j + 16h + l of sub-block j is
-  // nibble h of qs[16j + l]. The order linear_int8 reads (140 bytes): d float32, 8 int8 scales,
-  // then element 128p + 64h + l is nibble h of code byte 64p + l.
+  // nibble h of qs[16j + l]. The order linear_int8 reads, per pair of blocks (280 bytes): the two
+  // d as float32, the 16 scales as int8 (block m's sub-block j at 8m + j), then element 32j + 4s
+  // + b of block m is nibble s % 2 of byte 4(16 (s / 2) + 8m + j) + b of the codes.
   std::mt19937 rng(3);
-  std::vector<std::byte> blocks(3 * iq4_xs::kBytes);
+  std::vector<std::byte> blocks(6 * iq4_xs::kBytes);
   for (std::byte& b : blocks) b = std::byte(rng());
+  for (int64_t k = 0; k < 6; ++k) blocks[k * iq4_xs::kBytes + 1] &= std::byte{0x7B};  // d finite
   const std::shared_ptr<std::byte> got = reorder_iq4_xs(blocks);
   const auto* file = reinterpret_cast<const uint8_t*>(blocks.data());
   const auto* ordered = reinterpret_cast<const uint8_t*>(got.get());
   // The scales are decoded here from the file's bit fields as blocks.h documents them.
-  for (int64_t b = 0; b < 3; ++b) {
-    const uint8_t* f = file + b * iq4_xs::kBytes;
-    const uint8_t* o = ordered + b * 140;
+  for (int64_t k = 0; k < 6; ++k) {
+    const uint8_t* f = file + k * iq4_xs::kBytes;
+    const uint8_t* o = ordered + k / 2 * 280;
+    const int64_t m = k % 2;
+    CAPTURE(k);
     float d = 0;
-    std::memcpy(&d, o, 4);
+    std::memcpy(&d, o + 4 * m, 4);
     CHECK(d == half_to_float(uint16_t(f[0] | f[1] << 8)));
     const unsigned scales_h = f[2] | f[3] << 8;
     for (int64_t j = 0; j < 8; ++j) {
       const int low = j % 2 == 0 ? f[4 + j / 2] & 15 : f[4 + j / 2] >> 4;
       const int high = (scales_h >> (2 * j)) & 3;
       CAPTURE(j);
-      CHECK(int(int8_t(o[4 + j])) == low + 16 * high - 32);
+      CHECK(int(int8_t(o[8 + 8 * m + j])) == low + 16 * high - 32);
     }
     for (int64_t e = 0; e < kQK_K; ++e) {
       const int64_t j = e / 32, h = e % 32 / 16, l = e % 16;
-      const int64_t p = e / 128, h2 = e % 128 / 64, l2 = e % 64;
+      const int64_t s = e % 32 / 4, b = e % 4;
       CAPTURE(e);
       CHECK(((f[iq4_xs::kQs + 16 * j + l] >> (4 * h)) & 15) ==
-            ((o[12 + 64 * p + l2] >> (4 * h2)) & 15));
+            ((o[24 + 4 * (16 * (s / 2) + 8 * m + j) + b] >> (4 * (s % 2))) & 15));
     }
   }
-  CHECK_THROWS_WITH_AS(reorder_iq4_xs(std::vector<std::byte>(200)),
-                       doctest::Contains("200 bytes are not whole IQ4_XS blocks of 136"), Error);
-}
-
-TEST_CASE("the int8 linears' float tables are constants written from the host, once per device") {
-  // Made by a kernel, a table realized while the JIT captured a graph was a launch that every
-  // replay ran again (784 of a Q6_K decode step's 1736 kernels at the 0.6B shape).
-  std::vector<uint8_t> all(256);
-  for (int i = 0; i < 256; ++i) all[i] = static_cast<uint8_t>(i);
-  const Tensor bytes = Tensor::from_vector(all, {4, 64}, dtypes::uint8, "CPU");
-  const Tensor levels = bytes.cast(dtypes::int32) & 63;
-  Tensor signed_values, six_bit;
-  {
-    CaptureScope capture(false);
-    signed_values = int8_floats(bytes);
-    six_bit = six_bit_floats({levels, levels}).first;
-    CHECK(capture.items.empty());
-  }
-  const std::vector<float> s = signed_values.to_vector<float>(), b = six_bit.to_vector<float>();
-  for (int i = 0; i < 256; ++i) {
-    CHECK(s[i] == static_cast<float>(static_cast<int8_t>(i)));
-    CHECK(b[i] == static_cast<float>(i & 63));
-  }
-  int made = 0;
-  auto make = [&](const std::string& device) {
-    ++made;
-    return Tensor::from_vector<float>({1, 2, 3}, {3}, dtypes::float32, device);
-  };
-  const Tensor first = constant_table("test table", "CPU", make);
-  CHECK(constant_table("test table", "CPU", make).node() == first.node());
-  CHECK(made == 1);
-  CHECK(first.to_vector<float>() == std::vector<float>{1, 2, 3});
+  CHECK_THROWS_WITH_AS(reorder_iq4_xs(std::vector<std::byte>(3 * iq4_xs::kBytes)),
+                       doctest::Contains("408 bytes are not whole pairs of IQ4_XS blocks of 136"),
+                       Error);
 }
