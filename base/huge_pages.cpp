@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -30,17 +31,24 @@ std::optional<HugePageRegion> map_huge_pages(size_t bytes) {
 
 void unmap_huge_pages(const HugePageRegion& r) { ::munmap(r.region, r.region_size); }
 
-std::future<void> prefault_async(std::vector<std::span<std::byte>> ranges) {
-  return std::async(std::launch::async, [ranges = std::move(ranges)] {
-#ifdef MADV_POPULATE_WRITE
+std::future<void> prefault_async(std::vector<std::span<std::byte>> ranges,
+                                 std::shared_ptr<const void> owner) {
+  return std::async(std::launch::async, [ranges = std::move(ranges), owner = std::move(owner)] {
     const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
     for (const std::span<std::byte> r : ranges) {
       if (r.empty()) continue;
       const uintptr_t begin = reinterpret_cast<uintptr_t>(r.data()) / page * page,
                       end = reinterpret_cast<uintptr_t>(r.data() + r.size());
+#ifdef MADV_POPULATE_WRITE
       ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
-    }
 #endif
+      // One byte of each page that lies in the range (the first page from r.data()).
+      for (uintptr_t p = begin; p < end; p += page) {
+        auto* byte =
+            reinterpret_cast<unsigned char*>(std::max(p, reinterpret_cast<uintptr_t>(r.data())));
+        std::atomic_ref<unsigned char>(*byte).fetch_or(0, std::memory_order_relaxed);
+      }
+    }
   });
 }
 

@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "base/error.h"
-#include "base/huge_pages.h"
 #include "llm/kernels/attention.h"
 #include "llm/models/model.h"
 #include "llm/quant/dequantize.h"
@@ -56,25 +55,28 @@ Tensor swiglu(const Tensor& h, const LinearGroup& gate_up, const Linear& down) {
 // Rows past max_context - 1 take the padding of a chunk that starts near the end. The storage
 // starts uninitialised: attention reads only positions a chunk has written (the generic path
 // shrinks to [0, start_pos + rows), the flash kernels clamp their loads to the last written
-// position), and zeroing ~470 MB at the 0.6B shape cost a second of every start.
+// position), and zeroing ~470 MB at the 0.6B shape cost a second of every start. Its pages are
+// faulted in ahead of the positions a model reaches (ChunkedModel::prefault_ahead).
 KvCache::KvCache(int64_t max_context, int64_t kv_heads, int64_t head_dim, const std::string& device)
-    : kv_heads_(kv_heads), head_dim_(head_dim) {
-  const std::vector<int64_t> shape = {kv_heads, max_context + LanguageModel::kMaxChunk - 1,
-                                      head_dim};
+    : kv_heads_(kv_heads),
+      head_dim_(head_dim),
+      positions_(max_context + LanguageModel::kMaxChunk - 1) {
+  const std::vector<int64_t> shape = {kv_heads, positions_, head_dim};
   k_ = Tensor::empty(shape, dtypes::float16, device);
   v_ = Tensor::empty(shape, dtypes::float16, device);
-  // The first positions' pages of each head, faulted in meanwhile: each prefill chunk's writes
-  // otherwise fault them in one 4 KiB page at a time (~190 ms of a 512-token prefill at the
-  // 0.6B shape on a VM), and a prompt that long is common.
-  std::vector<std::span<std::byte>> ranges;
-  const auto head_bytes = static_cast<size_t>(shape[1] * head_dim * 2),
-             used = static_cast<size_t>(std::min(kPrefaultPositions, shape[1]) * head_dim * 2);
+}
+
+void KvCache::host_ranges(int64_t from, int64_t to, std::vector<std::span<std::byte>>& ranges,
+                          std::vector<BufferRef>& owners) const {
+  const auto row = static_cast<size_t>(head_dim_ * 2), head_bytes = positions_ * row;
   for (const Tensor& t : {k_, v_}) {
-    auto* base = static_cast<std::byte*>(buffer_of(realized_buffer(t.node()))->as_host_ptr());
+    BufferRef buffer = buffer_of(realized_buffer(t.node()));
+    auto* base = static_cast<std::byte*>(buffer->as_host_ptr());
     if (!base) return;  // not host memory
-    for (int64_t h = 0; h < kv_heads; ++h) ranges.emplace_back(base + h * head_bytes, used);
+    for (int64_t h = 0; h < kv_heads_; ++h)
+      ranges.emplace_back(base + h * head_bytes + from * row, (to - from) * row);
+    owners.push_back(std::move(buffer));
   }
-  prefault_ = prefault_async(std::move(ranges));
 }
 
 Tensor KvCache::attend(const Tensor& q, const Tensor& k, const Tensor& v, const Chunk& chunk) {

@@ -3,9 +3,9 @@
 // (llm/kernels/chunk.h).
 #pragma once
 #include <cstdint>
-#include <future>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +14,7 @@
 #include "llm/kernels/chunk.h"
 #include "llm/kernels/linear.h"
 #include "llm/models/moe.h"
+#include "runtime/allocator.h"
 #include "tensor/tensor.h"
 
 namespace ugrad::llm {
@@ -52,20 +53,23 @@ struct FeedForward {
 /// One layer's keys and values in float16.
 class KvCache {
  public:
-  /// Positions whose pages a CPU cache faults in on a thread of its own from the start
-  /// (prefault_async, base/huge_pages.h), while the model loads and warms up.
-  static constexpr int64_t kPrefaultPositions = 1024;
   KvCache(int64_t max_context, int64_t kv_heads, int64_t head_dim, const std::string& device);
   /// Writes k and v (rows, kv_heads, head_dim) at the chunk's positions, then returns causal
   /// grouped-query attention of q (rows, heads, head_dim) over every cached position up to each
   /// query's own: (rows, heads * head_dim). Padded rows write rows past the real ones, which the
   /// next call overwrites before any real query can see them.
   Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const Chunk& chunk);
+  /// The positions it holds: max_context + kMaxChunk - 1 (a chunk's padding rows included).
+  int64_t positions() const { return positions_; }
+  /// Appends the host bytes of positions [from, to) of every head's keys and values to `ranges`
+  /// and their buffers to `owners`, for prefault_async (base/huge_pages.h); nothing where the
+  /// cache is not in host memory.
+  void host_ranges(int64_t from, int64_t to, std::vector<std::span<std::byte>>& ranges,
+                   std::vector<BufferRef>& owners) const;
 
  private:
-  int64_t kv_heads_, head_dim_;
+  int64_t kv_heads_, head_dim_, positions_;
   Tensor k_, v_;
-  std::future<void> prefault_;  // destroyed (waited for) before the buffers can go
 };
 
 /// Embedding rows of `tokens` dequantized on the host (only the rows needed), padded with zero

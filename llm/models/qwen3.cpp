@@ -30,6 +30,12 @@ Tensor Qwen3Model::attention(Layer& l, const Tensor& h, const Tensor& cos, const
   return l.wo(out);
 }
 
+std::vector<const KvCache*> Qwen3Model::kv_caches() const {
+  std::vector<const KvCache*> caches;
+  for (const Layer& l : layers_) caches.push_back(&l.cache);
+  return caches;
+}
+
 Tensor Qwen3Model::layers(Tensor x, const Tensor& cos, const Tensor& sin, const Chunk& chunk) {
   for (Layer& l : layers_) {
     x.realize();

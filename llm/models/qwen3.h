@@ -30,6 +30,7 @@ class Qwen3Model : public ChunkedModel {
   Tensor attention(Layer& layer, const Tensor& x, const Tensor& cos, const Tensor& sin,
                    const Chunk& chunk);
   Tensor layers(Tensor x, const Tensor& cos, const Tensor& sin, const Chunk& chunk) override;
+  std::vector<const KvCache*> kv_caches() const override;
 
   std::vector<Layer> layers_;
 };

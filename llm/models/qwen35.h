@@ -63,6 +63,7 @@ class Qwen35Model : public ChunkedModel {
                    const Chunk& chunk);
   Tensor delta_net(DeltaNet& l, const Tensor& h, const Chunk& chunk);
   Tensor layers(Tensor x, const Tensor& cos, const Tensor& sin, const Chunk& chunk) override;
+  std::vector<const KvCache*> kv_caches() const override;
 
   std::vector<Layer> layers_;
 };

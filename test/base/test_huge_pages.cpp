@@ -66,7 +66,7 @@ size_t resident_pages(std::byte* p, size_t bytes) {
 }
 }  // namespace
 
-TEST_CASE("prefault: the ranges' pages become resident, their bytes untouched, the rest not") {
+TEST_CASE("prefault: the ranges' pages become resident, their bytes unchanged, the rest not") {
   const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   const size_t pages = 64;
   void* m =
@@ -77,7 +77,9 @@ TEST_CASE("prefault: the ranges' pages become resident, their bytes untouched, t
   p[5] = std::byte{42};                         // written before: must survive
   CHECK(resident_pages(p, pages * page) == 1);
   // Two ranges, the first from inside a page: [5, 10 pages + 1) and [40 pages, 48 pages).
-  prefault_async({{p + 5, 10 * page - 4}, {p + 40 * page, 8 * page}}).get();
+  auto owner = std::make_shared<int>(0);
+  prefault_async({{p + 5, 10 * page - 4}, {p + 40 * page, 8 * page}}, owner).get();
+  CHECK(owner.use_count() == 1);  // the thread let go of it
 #ifdef MADV_POPULATE_WRITE
   CHECK(resident_pages(p, 11 * page) == 11);
   CHECK(resident_pages(p + 11 * page, 29 * page) == 0);

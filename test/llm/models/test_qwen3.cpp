@@ -6,8 +6,11 @@
 #include <filesystem>
 
 #include "base/error.h"
+#include "base/float16.h"
 #include "llm/config/demo_model.h"
+#include "llm/kernels/chunk.h"
 #include "llm/models/generate.h"
+#include "llm/models/layers.h"
 #include "llm/models/model.h"
 #include "llm/models/qwen3.h"
 #include "llm/quant/formats.h"
@@ -106,6 +109,37 @@ TEST_CASE("a KV cache whose storage starts as NaN gives the reference's logits")
   const int64_t hits = lru->hits();
   check_against_reference(GgmlType::F32, true, kTol);
   CHECK(lru->hits() >= hits + 2 * layers);
+}
+
+TEST_CASE("a KV cache's host ranges are the bytes its positions' keys and values go to") {
+  // What ChunkedModel::prefault_ahead faults in ahead of the writes.
+  const int64_t context = 8, kv_heads = 2, head_dim = 4, start = 3, n = 2;
+  KvCache cache(context, kv_heads, head_dim, "CPU");
+  std::vector<float> values(n * kv_heads * head_dim);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i) + 1;  // exact f16
+  const Tensor k = Tensor::from_vector(values, {n, kv_heads, head_dim}, dtypes::float32, "CPU");
+  cache.attend(k, k, k * -1.0f, make_chunk(n, context).bind(start, n)).realize();
+  std::vector<std::span<std::byte>> ranges;
+  std::vector<BufferRef> owners;
+  cache.host_ranges(start, start + n, ranges, owners);
+  REQUIRE(ranges.size() == 2 * kv_heads);  // keys' heads, then values' heads
+  CHECK(owners.size() == 2);
+  for (int64_t r = 0; r < 2 * kv_heads; ++r) {
+    REQUIRE(ranges[r].size() == static_cast<size_t>(n * head_dim * 2));
+    const auto* halves = reinterpret_cast<const uint16_t*>(ranges[r].data());
+    const int64_t h = r % kv_heads;
+    const float sign = r < kv_heads ? 1.0f : -1.0f;
+    for (int64_t row = 0; row < n; ++row)
+      for (int64_t d = 0; d < head_dim; ++d) {
+        CAPTURE(r);
+        CHECK(half_to_float(halves[row * head_dim + d]) ==
+              sign * values[(row * kv_heads + h) * head_dim + d]);
+      }
+  }
+  ranges.clear();
+  cache.host_ranges(0, cache.positions(), ranges, owners);
+  CHECK(cache.positions() == context + LanguageModel::kMaxChunk - 1);
+  CHECK(ranges[1].data() == ranges[0].data() + cache.positions() * head_dim * 2);  // heads abut
 }
 
 TEST_CASE("Qwen3 MoE logits agree with the reference at every position") {
