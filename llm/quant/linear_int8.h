@@ -50,14 +50,14 @@ bool int8_activations(GgmlType type);
 /// reorder_iq4_xs's.
 int64_t linear_int8_bytes(GgmlType type, int64_t out, int64_t in);
 
-/// x's rows times the transpose of the (out, in) `type` weight, (rows, out) float32. `raw` holds
-/// the blocks as uint8 (IQ4_XS's as reorder_iq4_xs makes them), `words` the same memory as uint32;
-/// errors name the type and sizes.
 /// x's words (rows, in / 4) int32 in the order linear_int8 reads IQ4_XS's reordered pairs of
 /// blocks: per 512 values, for s = 0..7, word s of each of the 16 sub-blocks of 32 (`in` a
 /// multiple of 512; an Error names another).
 Tensor iq4_xs_x_words(const Int8Rows& x);
 
+/// x's rows times the transpose of the (out, in) `type` weight, (rows, out) float32. `raw` holds
+/// the blocks as uint8 (IQ4_XS's as reorder_iq4_xs makes them), `words` the same memory as uint32;
+/// errors name the type and sizes.
 Tensor linear_int8(const Int8Rows& x, GgmlType type, const Tensor& raw, const Tensor& words,
                    int64_t out, int64_t in);
 
