@@ -142,7 +142,6 @@ Tensor Qwen35Model::delta_net(DeltaNet& l, const Tensor& h, const Chunk& chunk) 
   return l.w_out(gated);
 }
 
-// The whole network for a chunk of embedded tokens: the logits of the last real one, (1, vocab).
 std::vector<const KvCache*> Qwen35Model::kv_caches() const {
   std::vector<const KvCache*> caches;
   for (const Layer& l : layers_)
@@ -150,6 +149,7 @@ std::vector<const KvCache*> Qwen35Model::kv_caches() const {
   return caches;
 }
 
+// The whole network for a chunk of embedded tokens: the logits of the last real one, (1, vocab).
 Tensor Qwen35Model::layers(Tensor x, const Tensor& cos, const Tensor& sin, const Chunk& chunk) {
   for (Layer& l : layers_) {
     x.realize();
