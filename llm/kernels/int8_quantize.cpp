@@ -81,7 +81,7 @@ Int8Rows int8_quantize(const Tensor& x) {
       custom_kernel(ast, {Tensor::empty({rows, in / 4}, dtypes::int32, x.device()),
                           Tensor::empty({rows, in / kInt8Block}, dtypes::float32, x.device()),
                           x.cast(dtypes::float32)});
-  recent.emplace_front(x.node(), Int8Rows{out[0], out[1], Tensor(), Tensor(), Tensor()});
+  recent.emplace_front(x.node(), Int8Rows{out[0], out[1], Tensor(), Tensor(), Tensor(), Tensor()});
   if (recent.size() > kRecentInputs) recent.pop_back();
   return recent.front().second;
 }

@@ -30,9 +30,8 @@ Tensor load_weight(const GgufTensor& t, const std::string& device,
 ///             other shapes) reads its bytes from.
 ///   CpuDot4   a format linear_int8 takes (Q4_K, Q5_K, Q6_K, IQ4_XS) on a CPU with int8 dot
 ///             products (x86 VNNI): one row (a decode step, the output head) runs as DOT4 over
-///             the blocks themselves (the file's mapping; IQ4_XS's a copy with its codes
-///             reordered in pairs of blocks and its scales unpacked, reorder_iq4_xs;
-///             llm/quant/linear_int8.h); more rows (a prefill chunk) of a weight matmul_int8 takes
+///             a copy of the blocks reordered at load so that each vector lane stays in one
+///             sub-block (reorder_linear_int8, llm/quant/linear_int8.h); more rows (a prefill chunk) of a weight matmul_int8 takes
 ///             (Q4_K, Q6_K, IQ4_XS) run as DOT4 over a copy repacked at load
 ///             (llm/quant/matmul_int8.h), other weights the generic way.
 ///   Generic   the lazy dequantization fused into the matmul.

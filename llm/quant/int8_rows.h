@@ -19,6 +19,7 @@ struct Int8Rows {
   Tensor scale;  // (rows, in/32) float32: value = scale * level
   Tensor sum32;  // (rows, in/32) float32: scale * the sum of each 32 consecutive levels
   Tensor sum16;  // (rows, in/16) float32: scale * the sum of each 16 consecutive levels
+  Tensor scale16;  // (rows, in/16) float32: each 32 values' scale twice, one per 16
   Tensor q;      // (rows, in/32, 32) int32 levels, lazy: for a consumer that orders its own words
 };
 

@@ -2,6 +2,7 @@
 // linears (llm/quant/linear_int8.h) against a double sum over the reference-dequantized weights
 // and the same rounded activations, and the packed GEMM (llm/quant/matmul_int8.h) alike.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -13,6 +14,7 @@
 #include "llm/quant/blocks.h"
 #include "llm/quant/dequantize.h"
 #include "llm/quant/int8_rows.h"
+#include "llm/quant/iq4_tables.h"
 #include "llm/quant/lazy_dequant.h"
 #include "llm/quant/linear_int8.h"
 #include "llm/quant/matmul_int8.h"
@@ -85,6 +87,9 @@ TEST_CASE("int8 rows: levels, packed words, scales and sums of 32") {
       }
     }
     for (size_t b = 0; b < scales.size(); ++b) CHECK(scale[b] == doctest::Approx(scales[b]));
+    const std::vector<float> scale16 = r.scale16.to_vector<float>();  // one per 16 values
+    REQUIRE(scale16.size() == 2 * scales.size());
+    for (size_t h = 0; h < scale16.size(); ++h) CHECK(scale16[h] == scale[h / 2]);
     std::vector<float> rounded = round_rows_int8(t).to_vector<float>();
     for (size_t i = 0; i < x.size(); ++i) {
       CAPTURE(i);
@@ -100,17 +105,18 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
     GgmlType type;
     int64_t out, in;
   };
-  // Q6_K's 210-byte blocks pair up: in = 512 has one pair per row, 1536 three. Q4_K, Q6_K and
-  // IQ4_XS from 512 inputs also have the packed GEMM form (matmul_int8): 8 lanes at 512, 16 at
-  // 1024.
-  for (Case c : {Case{GgmlType::Q4_K, 48, 768},
-                 {GgmlType::Q4_K, 300, 256},
-                 {GgmlType::Q4_K, 20, 512},
+  // linear_int8 reads Q4_K, Q5_K and IQ4_XS in pairs of blocks (512 inputs per group), Q6_K a
+  // block at a time (256, 768: odd counts). Q4_K, Q6_K and IQ4_XS from 512 inputs also have the
+  // packed GEMM form (matmul_int8): 8 lanes at 512, 16 at 1024.
+  for (Case c : {Case{GgmlType::Q4_K, 48, 1536},
+                 {GgmlType::Q4_K, 300, 512},
                  {GgmlType::Q4_K, 36, 1024},
-                 {GgmlType::Q5_K, 40, 768},
-                 {GgmlType::Q5_K, 8, 256},
+                 {GgmlType::Q5_K, 40, 1536},
+                 {GgmlType::Q5_K, 8, 512},
                  {GgmlType::Q6_K, 48, 1536},
                  {GgmlType::Q6_K, 300, 512},
+                 {GgmlType::Q6_K, 20, 256},
+                 {GgmlType::Q6_K, 12, 768},
                  {GgmlType::IQ4_XS, 24, 1536},
                  {GgmlType::IQ4_XS, 20, 512},
                  {GgmlType::IQ4_XS, 36, 1024}}) {
@@ -128,14 +134,13 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
     quantize(type, w, bytes);
     std::vector<float> deq(w.size());
     dequantize(type, bytes, deq);
-    // linear_int8 reads IQ4_XS reordered (the GEMM's packing takes the file's blocks).
-    std::span<const std::byte> file = std::as_bytes(std::span(bytes)), read = file;
-    std::shared_ptr<std::byte> reordered;
-    if (type == GgmlType::IQ4_XS) {
-      reordered = reorder_iq4_xs(file);
-      read = {reordered.get(), static_cast<size_t>(linear_int8_bytes(type, out, in))};
-      CHECK(read.size() == file.size() / 272 * 280);
-    }
+    // linear_int8 reads a reordered copy (the GEMM's packing takes the file's blocks).
+    const std::span<const std::byte> file = std::as_bytes(std::span(bytes));
+    const std::shared_ptr<std::byte> reordered = reorder_linear_int8(type, file);
+    const LinearInt8Layout& layout = linear_int8_layout(type);
+    const std::span<const std::byte> read{reordered.get(),
+                                          static_cast<size_t>(linear_int8_bytes(type, out, in))};
+    CHECK(read.size() == file.size() / (layout.blocks * format_of(type).block_bytes) * layout.bytes);
     const auto n_read = static_cast<int64_t>(read.size());
     Tensor blocks = Tensor::from_host_memory(read, {n_read}, dtypes::uint8, "CPU", reordered);
     Tensor words = Tensor::from_host_memory(read, {n_read / 4}, dtypes::uint32, "CPU", reordered);
@@ -181,15 +186,20 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
                                      words.shrink({{0, 36}}), out, in),
                          doctest::Contains("uint32 words"), Error);
   }
-  CHECK(!linear_int8_supports(GgmlType::Q6_K, 256));  // one 210-byte block per row
+  CHECK(!linear_int8_supports(GgmlType::Q6_K, 128));
   CHECK(!linear_int8_supports(GgmlType::Q8_0, 256));
-  CHECK(!linear_int8_supports(GgmlType::IQ4_XS, 256));  // its blocks pair up as well
+  CHECK(!linear_int8_supports(GgmlType::Q4_K, 256));  // its blocks pair up
+  CHECK(!linear_int8_supports(GgmlType::Q5_K, 768));
   CHECK(!linear_int8_supports(GgmlType::IQ4_XS, 384));
-  CHECK_THROWS_WITH_AS(iq4_xs_x_words(quantize_rows_int8(Tensor::zeros({1, 768}))),
-                       doctest::Contains("runs of 512 values, x has 768 per row"), Error);
-  CHECK_THROWS_WITH_AS(linear_int8(quantize_rows_int8(Tensor::zeros({1, 256})), GgmlType::Q6_K,
-                                   Tensor::zeros({210}, dtypes::uint8), Tensor(), 1, 256),
-                       doctest::Contains("Q6_K rows of 256 inputs have no int8 form"), Error);
+  CHECK_THROWS_WITH_AS(linear_int8_x_words(quantize_rows_int8(Tensor::zeros({1, 768})),
+                                           GgmlType::IQ4_XS),
+                       doctest::Contains("IQ4_XS reads x in runs of 512 values, x has 768 per row"),
+                       Error);
+  CHECK_THROWS_WITH_AS(linear_int8_layout(GgmlType::Q8_0), doctest::Contains("Q8_0 has no int8 form"),
+                       Error);
+  CHECK_THROWS_WITH_AS(linear_int8(quantize_rows_int8(Tensor::zeros({1, 256})), GgmlType::Q4_K,
+                                   Tensor::zeros({144}, dtypes::uint8), Tensor(), 1, 256),
+                       doctest::Contains("Q4_K rows of 256 inputs have no int8 form"), Error);
   // The packed GEMM form: Q4_K and Q6_K rows of a multiple of 512, their blocks' bytes exactly.
   CHECK(!matmul_int8_supports(GgmlType::Q5_K, 512));
   const std::vector<std::byte> block(144);
@@ -205,43 +215,50 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
                        doctest::Contains("a multiple of 64 values, got (2, 96)"), Error);
 }
 
-TEST_CASE("IQ4_XS reordered: each element keeps its code, d and its sub-block's scale") {
-  // The file (blocks.h): d fp16, scales_h, scales_l, then element 32j + 16h + l of sub-block j is
-  // nibble h of qs[16j + l]. The order linear_int8 reads, per pair of blocks (280 bytes): the two
-  // d as float32, the 16 scales as int8 (block m's sub-block j at 8m + j), then element 32j + 4s
-  // + b of block m is nibble s % 2 of byte 4(16 (s / 2) + 8m + j) + b of the codes.
-  std::mt19937 rng(3);
-  std::vector<std::byte> blocks(6 * iq4_xs::kBytes);
-  for (std::byte& b : blocks) b = std::byte(rng());
-  for (int64_t k = 0; k < 6; ++k) blocks[k * iq4_xs::kBytes + 1] &= std::byte{0x7B};  // d finite
-  const std::shared_ptr<std::byte> got = reorder_iq4_xs(blocks);
-  const auto* file = reinterpret_cast<const uint8_t*>(blocks.data());
-  const auto* ordered = reinterpret_cast<const uint8_t*>(got.get());
-  // The scales are decoded here from the file's bit fields as blocks.h documents them.
-  for (int64_t k = 0; k < 6; ++k) {
-    const uint8_t* f = file + k * iq4_xs::kBytes;
-    const uint8_t* o = ordered + k / 2 * 280;
-    const int64_t m = k % 2;
-    CAPTURE(k);
-    float d = 0;
-    std::memcpy(&d, o + 4 * m, 4);
-    CHECK(d == half_to_float(uint16_t(f[0] | f[1] << 8)));
-    const unsigned scales_h = f[2] | f[3] << 8;
-    for (int64_t j = 0; j < 8; ++j) {
-      const int low = j % 2 == 0 ? f[4 + j / 2] & 15 : f[4 + j / 2] >> 4;
-      const int high = (scales_h >> (2 * j)) & 3;
-      CAPTURE(j);
-      CHECK(int(int8_t(o[8 + 8 * m + j])) == low + 16 * high - 32);
-    }
-    for (int64_t e = 0; e < kQK_K; ++e) {
-      const int64_t j = e / 32, h = e % 32 / 16, l = e % 16;
-      const int64_t s = e % 32 / 4, b = e % 4;
-      CAPTURE(e);
-      CHECK(((f[iq4_xs::kQs + 16 * j + l] >> (4 * h)) & 15) ==
-            ((o[24 + 4 * (16 * (s / 2) + 8 * m + j) + b] >> (4 * (s % 2))) & 15));
-    }
+TEST_CASE("reordered copies: every element keeps its value, read as the header documents") {
+  // Random blocks (d and dmin finite) through reorder_linear_int8; each element's value is
+  // rebuilt from the copy by the layout in linear_int8.h and checked against the reference
+  // dequantizer of the file's blocks. Three groups of blocks per type.
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS}) {
+    CAPTURE(format_of(type).name);
+    const LinearInt8Layout& f = linear_int8_layout(type);
+    const size_t block = format_of(type).block_bytes, nblocks = 3 * f.blocks;
+    std::mt19937 rng(3);
+    std::vector<uint8_t> file(nblocks * block);
+    for (uint8_t& b : file) b = uint8_t(rng());
+    // The fp16 fields' high bytes (exponent below 31: finite): d and dmin lead a Q4_K/Q5_K/IQ4_XS
+    // block, d ends a Q6_K one.
+    for (size_t k = 0; k < nblocks; ++k)
+      for (size_t at : type == GgmlType::Q6_K ? std::vector<size_t>{209} : std::vector<size_t>{1, 3})
+        file[k * block + at] &= 0x7B;
+    std::vector<float> want(nblocks * kQK_K);
+    dequantize(type, file, want);
+    const std::shared_ptr<std::byte> copy = reorder_linear_int8(type, std::as_bytes(std::span(file)));
+    const auto* c = reinterpret_cast<const uint8_t*>(copy.get());
+    const int64_t per_block = kLinearInt8Lanes / f.blocks, elements = 4 * f.steps;
+    for (size_t k = 0; k < nblocks; ++k)
+      for (int64_t e = 0; e < kQK_K; ++e) {
+        const uint8_t* g = c + k / f.blocks * f.bytes;
+        const int64_t m = int64_t(k % f.blocks), l = m * per_block + e / elements;
+        const int64_t s = e % elements / 4, b = e % 4;
+        float d = 0, dmin = 0;
+        std::memcpy(&d, g + f.d + 4 * m, 4);
+        if (f.has_mins) std::memcpy(&dmin, g + f.dmin + 4 * m, 4);
+        int level = (g[f.codes + 4 * (16 * (s / 2) + l) + b] >> (4 * (s % 2))) & 15;
+        if (f.high_bits)
+          level |= ((g[f.high + 4 * l + b] >> (f.high_bits * s)) & ((1 << f.high_bits) - 1)) << 4;
+        const double q = type == GgmlType::IQ4_XS ? kIQ4NLValues[level] : level - f.offset;
+        const double scaled = double(d) * int8_t(g[f.scales + l]) * q;
+        const double min = f.has_mins ? double(dmin) * int8_t(g[f.mins + l]) : 0;
+        CAPTURE(k);
+        CAPTURE(e);
+        CHECK(std::fabs(scaled - min - want[k * kQK_K + e]) <=
+              1e-6 * (std::fabs(scaled) + std::fabs(min)));
+      }
+    const size_t odd = f.blocks == 2 ? 3 * block : block + 2;  // an odd block, a torn one
+    const std::string whole = fmt::format("{} bytes are not whole groups of {} {} block(s) of {}",
+                                          odd, f.blocks, format_of(type).name, block);
+    CHECK_THROWS_WITH_AS(reorder_linear_int8(type, std::vector<std::byte>(odd)),
+                         doctest::Contains(whole.c_str()), Error);
   }
-  CHECK_THROWS_WITH_AS(reorder_iq4_xs(std::vector<std::byte>(3 * iq4_xs::kBytes)),
-                       doctest::Contains("408 bytes are not whole pairs of IQ4_XS blocks of 136"),
-                       Error);
 }
