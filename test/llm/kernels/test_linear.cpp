@@ -42,7 +42,7 @@ GgufTensor matrix(std::vector<uint8_t>& bytes, uint64_t rows, GgmlType type = Gg
 
 TEST_CASE("linear: the int8 DOT4 Q4_K path where the device has int8 dot products, unless off") {
   std::vector<uint8_t> bytes;
-  GgufTensor t = matrix(bytes, 64);
+  GgufTensor t = matrix(bytes, 64, GgmlType::Q4_K, 5, 512);  // Q4_K's int8 form reads pairs
   const bool int8_dot = device_features("CPU").int8_dot;
   Linear specific = load_linear(t, "CPU");
   CHECK(specific.words.defined() == int8_dot);
@@ -51,9 +51,9 @@ TEST_CASE("linear: the int8 DOT4 Q4_K path where the device has int8 dot product
   CHECK(!generic.words.defined());
   // One row (the decode case): both paths round x to int8 levels per 32 values, so they agree
   // to float rounding.
-  std::vector<float> xs(256);
+  std::vector<float> xs(512);
   for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(0.37f * float(i));
-  Tensor x = Tensor::from_vector(xs, {1, 256}, dtypes::float32, "CPU");
+  Tensor x = Tensor::from_vector(xs, {1, 512}, dtypes::float32, "CPU");
   std::vector<float> a = specific(x).to_vector<float>(), b = generic(x).to_vector<float>();
   REQUIRE(a.size() == b.size());
   for (size_t i = 0; i < a.size(); ++i) CHECK(a[i] == doctest::Approx(b[i]).epsilon(1e-4));
