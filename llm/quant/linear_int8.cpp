@@ -25,8 +25,8 @@ constexpr LinearInt8Layout layout(GgmlType type, int64_t blocks, int64_t steps, 
     at += bytes;
     return here;
   };
-  f.d = field(4 * blocks);
-  f.dmin = field(has_mins ? 4 * blocks : 0);
+  f.d = field(4);  // fp16 per block: one word for the two of a pair, a half word for one block
+  f.dmin = field(has_mins ? 4 : 0);
   f.scales = field(kLanes);
   f.mins = field(has_mins ? kLanes : 0);
   f.codes = field(static_cast<size_t>(8 * steps) * 4);
@@ -38,26 +38,30 @@ constexpr LinearInt8Layout layout(GgmlType type, int64_t blocks, int64_t steps, 
 // One file block taken apart: d, dmin, a scale and a min per sub-block, the 256 levels (offset
 // and, for IQ4_XS, codes of its table).
 struct BlockParts {
-  float d = 0, dmin = 0;
+  uint16_t d = 0, dmin = 0;  // fp16
   std::array<int, 16> scale{}, min{};
   std::array<uint8_t, kQK_K> level{};
 };
 
+// The block decoders and write_group work a word (4 levels) at a time: the copies are made at
+// every load.
+constexpr uint32_t kLow4 = 0x0F0F0F0F;
+
 // Q4_K and Q5_K: sub-block j's element l is nibble j % 2 of qs[32 (j / 2) + l] (Q5_K: plus bit j
 // of qh[l] as the fifth).
 void k4_parts(const uint8_t* p, bool q5, BlockParts& o) {
-  o.d = load_f16(p + q4_k::kD);
-  o.dmin = load_f16(p + q4_k::kDmin);
+  o.d = load_u16(p + q4_k::kD);
+  o.dmin = load_u16(p + q4_k::kDmin);
   const uint8_t* qs = p + (q5 ? q5_k::kQs : q4_k::kQs);
   for (int j = 0; j < 8; ++j) {
     uint8_t sc = 0, m = 0;
     unpack_scale_min_k4(j, p + q4_k::kScales, &sc, &m);
     o.scale[j] = sc;
     o.min[j] = m;
-    for (int l = 0; l < 32; ++l) {
-      int q = (qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 15;
-      if (q5) q |= ((p[q5_k::kQh + l] >> j) & 1) << 4;
-      o.level[32 * j + l] = static_cast<uint8_t>(q);
+    for (int w = 0; w < 8; ++w) {
+      uint32_t q = (load_u32(qs + 32 * (j / 2) + 4 * w) >> (4 * (j % 2))) & kLow4;
+      if (q5) q |= ((load_u32(p + q5_k::kQh + 4 * w) >> j) & 0x01010101) << 4;
+      store_u32(o.level.data() + 32 * j + 4 * w, q);
     }
   }
 }
@@ -67,18 +71,19 @@ void q5_k_parts(const uint8_t* p, BlockParts& o) { k4_parts(p, true, o); }
 // Q6_K: element 128h + 32k + l is nibble k / 2 of ql[64h + 32 (k % 2) + l] and bits 2k.. of
 // qh[32h + l]; 16 int8 scales, one per 16 elements.
 void q6_k_parts(const uint8_t* p, BlockParts& o) {
-  o.d = load_f16(p + q6_k::kD);
+  o.d = load_u16(p + q6_k::kD);
   for (int j = 0; j < 16; ++j) o.scale[j] = static_cast<int8_t>(p[q6_k::kScales + j]);
-  for (int e = 0; e < kQK_K; ++e) {
-    const int h = e / 128, k = e % 128 / 32, l = e % 32;
-    const int low = (p[q6_k::kQl + 64 * h + 32 * (k % 2) + l] >> (4 * (k / 2))) & 15;
-    const int high = (p[q6_k::kQh + 32 * h + l] >> (2 * k)) & 3;
-    o.level[e] = static_cast<uint8_t>(low | high << 4);
-  }
+  for (int h = 0; h < 2; ++h)
+    for (int k = 0; k < 4; ++k)
+      for (int w = 0; w < 8; ++w) {
+        const uint32_t low = (load_u32(p + q6_k::kQl + 64 * h + 32 * (k % 2) + 4 * w) >> (4 * (k / 2))) & kLow4;
+        const uint32_t high = (load_u32(p + q6_k::kQh + 32 * h + 4 * w) >> (2 * k)) & 0x03030303;
+        store_u32(o.level.data() + 128 * h + 32 * k + 4 * w, low | high << 4);
+      }
 }
 
 void iq4_xs_parts(const uint8_t* p, BlockParts& o) {
-  o.d = load_f16(p + iq4_xs::kD);
+  o.d = load_u16(p + iq4_xs::kD);
   for (int j = 0; j < 8; ++j) o.scale[j] = iq4_xs_scale(p, j);
   iq4_xs_codes(p, o.level.data());
 }
@@ -94,8 +99,8 @@ constexpr std::array kForms{
     Form{layout(GgmlType::Q6_K, 1, 4, 2, false, q6_k::kOffset), q6_k_parts},
     Form{layout(GgmlType::IQ4_XS, 2, 8, 0, false, kIQ4NLOffset), iq4_xs_parts},
 };
-static_assert(kForms[0].layout.bytes == 304 && kForms[1].layout.bytes == 368 &&
-              kForms[2].layout.bytes == 212 && kForms[3].layout.bytes == 280);
+static_assert(kForms[0].layout.bytes == 296 && kForms[1].layout.bytes == 360 &&
+              kForms[2].layout.bytes == 212 && kForms[3].layout.bytes == 276);
 
 const Form* find_form(GgmlType type) {
   for (const Form& f : kForms)
@@ -103,25 +108,28 @@ const Form* find_form(GgmlType type) {
   return nullptr;
 }
 
-// A group's copy from its blocks' parts (the layout in the header).
+// A group's copy from its blocks' parts (the layout in the header), a word at a time.
 void write_group(const LinearInt8Layout& f, const BlockParts* parts, uint8_t* to) {
-  std::memset(to, 0, f.bytes);
   const int64_t per_block = kLanes / f.blocks, elements = 4 * f.steps;
-  for (int64_t m = 0; m < f.blocks; ++m) {
-    std::memcpy(to + f.d + 4 * m, &parts[m].d, 4);
-    if (f.has_mins) std::memcpy(to + f.dmin + 4 * m, &parts[m].dmin, 4);
+  const uint32_t high_mask = ((1u << f.high_bits) - 1) * 0x01010101u;
+  for (int64_t m = 0; m < 2; ++m) {  // Q6_K's second half word is zero
+    store_u16(to + f.d + 2 * m, m < f.blocks ? parts[m].d : 0);
+    if (f.has_mins) store_u16(to + f.dmin + 2 * m, m < f.blocks ? parts[m].dmin : 0);
   }
   for (int64_t l = 0; l < kLanes; ++l) {
     const BlockParts& p = parts[l / per_block];
     const int64_t j = l % per_block;
     to[f.scales + l] = static_cast<uint8_t>(static_cast<int8_t>(p.scale[j]));
     if (f.has_mins) to[f.mins + l] = static_cast<uint8_t>(p.min[j]);
+    const uint8_t* level = p.level.data() + elements * j;  // step s: the word at 4s
+    for (int64_t g = 0; g < f.steps / 2; ++g)
+      store_u32(to + f.codes + 4 * (kLanes * g + l),
+                (load_u32(level + 8 * g) & kLow4) | (load_u32(level + 8 * g + 4) & kLow4) << 4);
+    if (!f.high_bits) continue;
+    uint32_t high = 0;
     for (int64_t s = 0; s < f.steps; ++s)
-      for (int64_t b = 0; b < 4; ++b) {
-        const int level = p.level[elements * j + 4 * s + b];
-        to[f.codes + 4 * (kLanes * (s / 2) + l) + b] |= (level & 15) << (4 * (s % 2));
-        if (f.high_bits) to[f.high + 4 * l + b] |= (level >> 4) << (f.high_bits * s);
-      }
+      high |= ((load_u32(level + 4 * s) >> 4) & high_mask) << (f.high_bits * s);
+    store_u32(to + f.high + 4 * l, high);
   }
 }
 
@@ -137,20 +145,22 @@ LaneX lane_x(const Int8Rows& x, const LinearInt8Layout& f, int64_t groups) {
   return {x.scale16.reshape(dims), x.sum16.reshape(dims)};
 }
 
-// A per-block float32 of the group at byte `at` of each group, per lane: (1, out, groups, 16),
-// with two blocks a choice of two broadcasts per half of the lanes.
+// A block's fp16 of the group's word at byte `at` (d or dmin) as float32 per lane: (1, out,
+// groups, 16), with two blocks a choice of two broadcasts per half of the lanes.
 Tensor per_block(const Tensor& w, const LinearInt8Layout& f, size_t at, int64_t out,
                  int64_t groups) {
-  const int64_t n = out * groups, first = static_cast<int64_t>(at / 4);
-  Tensor v = w.shrink({{0, n}, {first, first + f.blocks}})
-                 .bitcast(dtypes::float32)
-                 .reshape({1, out, groups, f.blocks, 1});
+  const int64_t n = out * groups, word = static_cast<int64_t>(at / 4);
+  const Tensor v = w.shrink({{0, n}, {word, word + 1}}).reshape({1, out, groups, 1, 1});
   const std::vector<int64_t> halves{1, out, groups, f.blocks, kLanes / f.blocks};
   const std::vector<int64_t> dims{1, out, groups, kLanes};
-  if (f.blocks == 1) return v.expand(halves).reshape(dims);
   auto half = [&](int64_t h) {
-    return v.shrink({{0, 1}, {0, out}, {0, groups}, {h, h + 1}, {0, 1}}).expand(halves);
+    return (h ? idiv(v, 65536) : v & 0xFFFF)
+        .cast(dtypes::uint16)
+        .bitcast(dtypes::float16)
+        .cast(dtypes::float32)
+        .expand(halves);
   };
+  if (f.blocks == 1) return half(0).reshape(dims);
   return upper_half(halves, 3, w.device()).where(half(1), half(0)).reshape(dims);
 }
 

@@ -23,8 +23,9 @@ inline constexpr int64_t kLinearInt8Lanes = 16;
 /// A format's copy as linear_int8 reads it: per group of 16 lanes (a pair of a row's blocks for
 /// Q4_K, Q5_K and IQ4_XS, one block for Q6_K), lane l being sub-block l % (16 / blocks) of block
 /// l / (16 / blocks), of 4 * steps elements:
-///   d       at `d`: float32 per block (the file's fp16 widened)
-///   dmin    at `dmin`: float32 per block (Q4_K, Q5_K)
+///   d       at `d`: a word of the blocks' fp16 d, the first block's in the low half (Q6_K's
+///           high half unused)
+///   dmin    at `dmin`: a word of the blocks' fp16 dmin (Q4_K, Q5_K)
 ///   scales  at `scales`: 16 int8, lane l's (Q4_K/Q5_K 0..63; Q6_K the file's; IQ4_XS ls - 32:
 ///           the file's bit fields cost ~7 scalar instructions per scale in a kernel bound by
 ///           instruction issue)

@@ -241,9 +241,9 @@ TEST_CASE("reordered copies: every element keeps its value, read as the header d
         const uint8_t* g = c + k / f.blocks * f.bytes;
         const int64_t m = int64_t(k % f.blocks), l = m * per_block + e / elements;
         const int64_t s = e % elements / 4, b = e % 4;
-        float d = 0, dmin = 0;
-        std::memcpy(&d, g + f.d + 4 * m, 4);
-        if (f.has_mins) std::memcpy(&dmin, g + f.dmin + 4 * m, 4);
+        const float d = half_to_float(uint16_t(g[f.d + 2 * m] | g[f.d + 2 * m + 1] << 8));
+        const float dmin =
+            f.has_mins ? half_to_float(uint16_t(g[f.dmin + 2 * m] | g[f.dmin + 2 * m + 1] << 8)) : 0;
         int level = (g[f.codes + 4 * (16 * (s / 2) + l) + b] >> (4 * (s % 2))) & 15;
         if (f.high_bits)
           level |= ((g[f.high + 4 * l + b] >> (f.high_bits * s)) & ((1 << f.high_bits) - 1)) << 4;
