@@ -31,9 +31,9 @@ Tensor load_weight(const GgufTensor& t, const std::string& device,
 ///   CpuDot4   a format linear_int8 takes (Q4_K, Q5_K, Q6_K, IQ4_XS) on a CPU with int8 dot
 ///             products (x86 VNNI): one row (a decode step, the output head) runs as DOT4 over
 ///             a copy of the blocks reordered at load so that each vector lane stays in one
-///             sub-block (reorder_linear_int8, llm/quant/linear_int8.h); more rows (a prefill chunk) of a weight matmul_int8 takes
-///             (Q4_K, Q6_K, IQ4_XS) run as DOT4 over a copy repacked at load
-///             (llm/quant/matmul_int8.h), other weights the generic way.
+///             sub-block (reorder_linear_int8, llm/quant/linear_int8.h); more rows (a prefill
+///             chunk) of a weight matmul_int8 takes (Q4_K, Q6_K, IQ4_XS) run as DOT4 over a copy
+///             repacked at load (llm/quant/matmul_int8.h), other weights the generic way.
 ///   Generic   the lazy dequantization fused into the matmul.
 /// Q4_K, Q5_K, Q6_K and IQ4_XS weights take their input rounded to int8 levels per 32 values
 /// (llm/quant/int8_rows.h) on every path, as ggml's CPU kernels do.

@@ -50,8 +50,12 @@ Int8Rows quantize_rows_int8(const Tensor& x) {
   };
   Tensor scale16 =
       l.scale.reshape({rows, nb, 1}).expand({rows, nb, 2}).reshape({rows, 2 * nb}).contiguous();
-  return {words.reshape({rows, k4}).bitcast(dtypes::int32).contiguous(), scale, sums(32), sums(16),
-          scale16, l.q};
+  return {words.reshape({rows, k4}).bitcast(dtypes::int32).contiguous(),
+          scale,
+          sums(32),
+          sums(16),
+          scale16,
+          l.q};
 }
 
 Tensor round_rows_int8(const Tensor& x) {

@@ -15,12 +15,12 @@ inline constexpr int64_t kInt8Block = 32;
 
 /// Rows of activations as int8 levels, packed for DOT4.
 struct Int8Rows {
-  Tensor words;  // (rows, in/4) int32: 4 int8 levels per word, little-endian
-  Tensor scale;  // (rows, in/32) float32: value = scale * level
-  Tensor sum32;  // (rows, in/32) float32: scale * the sum of each 32 consecutive levels
-  Tensor sum16;  // (rows, in/16) float32: scale * the sum of each 16 consecutive levels
+  Tensor words;    // (rows, in/4) int32: 4 int8 levels per word, little-endian
+  Tensor scale;    // (rows, in/32) float32: value = scale * level
+  Tensor sum32;    // (rows, in/32) float32: scale * the sum of each 32 consecutive levels
+  Tensor sum16;    // (rows, in/16) float32: scale * the sum of each 16 consecutive levels
   Tensor scale16;  // (rows, in/16) float32: each 32 values' scale twice, one per 16
-  Tensor q;      // (rows, in/32, 32) int32 levels, lazy: for a consumer that orders its own words
+  Tensor q;        // (rows, in/32, 32) int32 levels, lazy: for a consumer that orders its own words
 };
 
 /// x's levels and scales as lazy expressions over the materialized block maxima, for a consumer

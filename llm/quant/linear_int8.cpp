@@ -76,7 +76,8 @@ void q6_k_parts(const uint8_t* p, BlockParts& o) {
   for (int h = 0; h < 2; ++h)
     for (int k = 0; k < 4; ++k)
       for (int w = 0; w < 8; ++w) {
-        const uint32_t low = (load_u32(p + q6_k::kQl + 64 * h + 32 * (k % 2) + 4 * w) >> (4 * (k / 2))) & kLow4;
+        const uint32_t low =
+            (load_u32(p + q6_k::kQl + 64 * h + 32 * (k % 2) + 4 * w) >> (4 * (k / 2))) & kLow4;
         const uint32_t high = (load_u32(p + q6_k::kQh + 32 * h + 4 * w) >> (2 * k)) & 0x03030303;
         store_u32(o.level.data() + 128 * h + 32 * k + 4 * w, low | high << 4);
       }
@@ -204,12 +205,15 @@ Tensor lane_terms(const Int8Rows& x, const LinearInt8Layout& f, const Tensor& ra
     dots = s ? dots + dl : dl;
   }
   const LaneX xl = lane_x(x, f, groups);
-  const Tensor scale = per_block(w, f, f.d, out, groups) * lane_bytes(raw, f, f.scales, out, groups);
-  Tensor terms = f.offset ? (dots.cast(dtypes::float32) * xl.scale - static_cast<double>(f.offset) * xl.sum) * scale
-                          : dots.cast(dtypes::float32) * (scale * xl.scale);
+  const Tensor scale =
+      per_block(w, f, f.d, out, groups) * lane_bytes(raw, f, f.scales, out, groups);
+  Tensor terms =
+      f.offset
+          ? (dots.cast(dtypes::float32) * xl.scale - static_cast<double>(f.offset) * xl.sum) * scale
+          : dots.cast(dtypes::float32) * (scale * xl.scale);
   if (f.has_mins)
-    terms = terms - per_block(w, f, f.dmin, out, groups) *
-                        lane_bytes(raw, f, f.mins, out, groups) * xl.sum;
+    terms = terms -
+            per_block(w, f, f.dmin, out, groups) * lane_bytes(raw, f, f.mins, out, groups) * xl.sum;
   return terms.reshape({rows, out, groups * kLanes});
 }
 

@@ -140,7 +140,8 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
     const LinearInt8Layout& layout = linear_int8_layout(type);
     const std::span<const std::byte> read{reordered.get(),
                                           static_cast<size_t>(linear_int8_bytes(type, out, in))};
-    CHECK(read.size() == file.size() / (layout.blocks * format_of(type).block_bytes) * layout.bytes);
+    CHECK(read.size() ==
+          file.size() / (layout.blocks * format_of(type).block_bytes) * layout.bytes);
     const auto n_read = static_cast<int64_t>(read.size());
     Tensor blocks = Tensor::from_host_memory(read, {n_read}, dtypes::uint8, "CPU", reordered);
     Tensor words = Tensor::from_host_memory(read, {n_read / 4}, dtypes::uint32, "CPU", reordered);
@@ -191,12 +192,11 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
   CHECK(!linear_int8_supports(GgmlType::Q4_K, 256));  // its blocks pair up
   CHECK(!linear_int8_supports(GgmlType::Q5_K, 768));
   CHECK(!linear_int8_supports(GgmlType::IQ4_XS, 384));
-  CHECK_THROWS_WITH_AS(linear_int8_x_words(quantize_rows_int8(Tensor::zeros({1, 768})),
-                                           GgmlType::IQ4_XS),
-                       doctest::Contains("IQ4_XS reads x in runs of 512 values, x has 768 per row"),
-                       Error);
-  CHECK_THROWS_WITH_AS(linear_int8_layout(GgmlType::Q8_0), doctest::Contains("Q8_0 has no int8 form"),
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      linear_int8_x_words(quantize_rows_int8(Tensor::zeros({1, 768})), GgmlType::IQ4_XS),
+      doctest::Contains("IQ4_XS reads x in runs of 512 values, x has 768 per row"), Error);
+  CHECK_THROWS_WITH_AS(linear_int8_layout(GgmlType::Q8_0),
+                       doctest::Contains("Q8_0 has no int8 form"), Error);
   CHECK_THROWS_WITH_AS(linear_int8(quantize_rows_int8(Tensor::zeros({1, 256})), GgmlType::Q4_K,
                                    Tensor::zeros({144}, dtypes::uint8), Tensor(), 1, 256),
                        doctest::Contains("Q4_K rows of 256 inputs have no int8 form"), Error);
@@ -229,11 +229,13 @@ TEST_CASE("reordered copies: every element keeps its value, read as the header d
     // The fp16 fields' high bytes (exponent below 31: finite): d and dmin lead a Q4_K/Q5_K/IQ4_XS
     // block, d ends a Q6_K one.
     for (size_t k = 0; k < nblocks; ++k)
-      for (size_t at : type == GgmlType::Q6_K ? std::vector<size_t>{209} : std::vector<size_t>{1, 3})
+      for (size_t at :
+           type == GgmlType::Q6_K ? std::vector<size_t>{209} : std::vector<size_t>{1, 3})
         file[k * block + at] &= 0x7B;
     std::vector<float> want(nblocks * kQK_K);
     dequantize(type, file, want);
-    const std::shared_ptr<std::byte> copy = reorder_linear_int8(type, std::as_bytes(std::span(file)));
+    const std::shared_ptr<std::byte> copy =
+        reorder_linear_int8(type, std::as_bytes(std::span(file)));
     const auto* c = reinterpret_cast<const uint8_t*>(copy.get());
     const int64_t per_block = kLinearInt8Lanes / f.blocks, elements = 4 * f.steps;
     for (size_t k = 0; k < nblocks; ++k)
@@ -243,7 +245,8 @@ TEST_CASE("reordered copies: every element keeps its value, read as the header d
         const int64_t s = e % elements / 4, b = e % 4;
         const float d = half_to_float(uint16_t(g[f.d + 2 * m] | g[f.d + 2 * m + 1] << 8));
         const float dmin =
-            f.has_mins ? half_to_float(uint16_t(g[f.dmin + 2 * m] | g[f.dmin + 2 * m + 1] << 8)) : 0;
+            f.has_mins ? half_to_float(uint16_t(g[f.dmin + 2 * m] | g[f.dmin + 2 * m + 1] << 8))
+                       : 0;
         int level = (g[f.codes + 4 * (16 * (s / 2) + l) + b] >> (4 * (s % 2))) & 15;
         if (f.high_bits)
           level |= ((g[f.high + 4 * l + b] >> (f.high_bits * s)) & ((1 << f.high_bits) - 1)) << 4;
