@@ -117,7 +117,7 @@ Linear load_linear(const GgufTensor& t, const std::string& device,
   } else if (f.is_gpu) {
     return l;
   } else if (linear_int8_supports(t.type, in)) {
-    // linear_int8 reads a copy of the blocks reordered at load (4-6% larger than the file's):
+    // linear_int8 reads a copy of the blocks reordered at load (1-3% larger than the file's):
     // where that would take more than half of what is available, the generic path.
     const auto size = static_cast<size_t>(linear_int8_bytes(t.type, out, in));
     if (size > mem_available() / 2) return l;

@@ -109,6 +109,13 @@ const Form* find_form(GgmlType type) {
   return nullptr;
 }
 
+// The form of `type`; an Error names a type without one.
+const Form& form_of(GgmlType type) {
+  const Form* f = find_form(type);
+  if (!f) fail("linear_int8: {} has no int8 form", format_of(type).name);
+  return *f;
+}
+
 // A group's copy from its blocks' parts (the layout in the header), a word at a time.
 void write_group(const LinearInt8Layout& f, const BlockParts* parts, uint8_t* to) {
   const int64_t per_block = kLanes / f.blocks, elements = 4 * f.steps;
@@ -142,7 +149,7 @@ struct LaneX {
 LaneX lane_x(const Int8Rows& x, const LinearInt8Layout& f, int64_t groups) {
   const int64_t rows = x.words.size(0);
   const std::vector<int64_t> dims{rows, 1, groups, kLanes};
-  if (f.steps == 8) return {x.scale.reshape(dims), x.sum32.reshape(dims)};
+  if (4 * f.steps == kInt8Block) return {x.scale.reshape(dims), x.sum32.reshape(dims)};
   return {x.scale16.reshape(dims), x.sum16.reshape(dims)};
 }
 
@@ -188,13 +195,13 @@ Tensor lane_terms(const Int8Rows& x, const LinearInt8Layout& f, const Tensor& ra
   };
   const Tensor xw = linear_int8_x_words(x, f.type).reshape({rows, 1, groups, f.steps, kLanes});
   const uint32_t high_mask = ((1u << f.high_bits) - 1) * 0x10101010u;
+  const Tensor high = f.high_bits ? lane_words(f.high) : Tensor();
   Tensor dots;
   for (int64_t s = 0; s < f.steps; ++s) {
     const Tensor codes = lane_words(f.codes + 4 * kLanes * (s / 2));
     Tensor level = (s % 2 ? idiv(codes, 16) : codes) & 0x0F0F0F0F;
     if (f.type == GgmlType::IQ4_XS) level = byte_lut(level, kIQ4NLOffsetLevels);
     if (f.high_bits) {  // bits 4.. of each byte from bits high_bits * s.. of the high word
-      const Tensor high = lane_words(f.high);
       const int64_t up = 4 - f.high_bits * s;
       level = level + ((up >= 0 ? high * (int64_t{1} << up) : idiv(high, int64_t{1} << -up)) &
                        static_cast<int64_t>(high_mask));
@@ -219,11 +226,7 @@ Tensor lane_terms(const Int8Rows& x, const LinearInt8Layout& f, const Tensor& ra
 
 }  // namespace
 
-const LinearInt8Layout& linear_int8_layout(GgmlType type) {
-  const Form* f = find_form(type);
-  if (!f) fail("linear_int8: {} has no int8 form", format_of(type).name);
-  return f->layout;
-}
+const LinearInt8Layout& linear_int8_layout(GgmlType type) { return form_of(type).layout; }
 
 Tensor linear_int8_x_words(const Int8Rows& x, GgmlType type) {
   const LinearInt8Layout& f = linear_int8_layout(type);
@@ -276,7 +279,8 @@ void iq4_xs_codes(const uint8_t* block, uint8_t* codes) {
 }
 
 std::shared_ptr<std::byte> reorder_linear_int8(GgmlType type, std::span<const std::byte> blocks) {
-  const LinearInt8Layout& f = linear_int8_layout(type);
+  const Form& form = form_of(type);
+  const LinearInt8Layout& f = form.layout;
   const QuantFormat& q = format_of(type);
   const size_t group = f.blocks * q.block_bytes;
   if (blocks.empty() || blocks.size() % group != 0)
@@ -288,12 +292,11 @@ std::shared_ptr<std::byte> reorder_linear_int8(GgmlType type, std::span<const st
       arena.allocate(static_cast<size_t>(n) * f.bytes, "int8 linear's reordered blocks");
   const auto* src = reinterpret_cast<const uint8_t*>(blocks.data());
   auto* dst = reinterpret_cast<uint8_t*>(copy.get());
-  const auto parts_fn = find_form(type)->parts;
   ThreadPool::instance().parallel_for(n, [&](int64_t begin, int64_t end) {
     std::array<BlockParts, 2> parts;
     for (int64_t i = begin; i < end; ++i) {
       for (int64_t m = 0; m < f.blocks; ++m)
-        parts_fn(src + i * group + m * q.block_bytes, parts[static_cast<size_t>(m)]);
+        form.parts(src + i * group + m * q.block_bytes, parts[static_cast<size_t>(m)]);
       write_group(f, parts.data(), dst + i * f.bytes);
     }
   });
