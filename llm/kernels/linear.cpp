@@ -128,6 +128,10 @@ Linear load_linear(const GgufTensor& t, const std::string& device,
     l.blocks = Tensor::from_host_memory(bytes, {n}, dtypes::uint8, device, copy);
     l.words = Tensor::from_host_memory(bytes, {n / 4}, dtypes::uint32, device, copy);
     if (!one_row) l.packed = pack_if_memory(t, out, in, device);
+  } else {
+    // Q8_0: matmul_int8 for every row count.
+    l.packed = pack_if_memory(t, out, in, device);
+    if (l.packed.words.defined()) l.kernel = Linear::Kernel::CpuDot4;
   }
   return l;
 }

@@ -33,10 +33,11 @@ Tensor load_weight(const GgufTensor& t, const std::string& device,
 ///             a copy of the blocks reordered at load so that each vector lane stays in one
 ///             sub-block (reorder_linear_int8, llm/quant/linear_int8.h); more rows (a prefill
 ///             chunk) of a weight matmul_int8 takes (Q4_K, Q6_K, IQ4_XS) run as DOT4 over a copy
-///             repacked at load (llm/quant/matmul_int8.h), other weights the generic way.
+///             repacked at load (llm/quant/matmul_int8.h), other weights the generic way. A Q8_0
+///             weight matmul_int8 takes runs it for every row count.
 ///   Generic   the lazy dequantization fused into the matmul.
-/// Q4_K, Q5_K, Q6_K and IQ4_XS weights take their input rounded to int8 levels per 32 values
-/// (llm/quant/int8_rows.h) on every path, as ggml's CPU kernels do.
+/// Q4_K, Q5_K, Q6_K, IQ4_XS and Q8_0 weights take their input rounded to int8 levels per 32
+/// values (llm/quant/int8_rows.h) on every path, as ggml's CPU kernels do.
 struct Linear {
   enum class Kernel { Generic, CpuDot4, GpuInt8 };
   Tensor weight;    // (out, in) float32, the lazy dequantization (load_weight)

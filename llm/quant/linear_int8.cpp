@@ -239,7 +239,9 @@ Tensor linear_int8_x_words(const Int8Rows& x, GgmlType type) {
   return level_words(q).reshape({rows, in / 4}).bitcast(dtypes::int32).contiguous();
 }
 
-bool int8_activations(GgmlType type) { return find_form(type) != nullptr; }
+bool int8_activations(GgmlType type) {
+  return find_form(type) != nullptr || type == GgmlType::Q8_0;
+}
 
 bool linear_int8_supports(GgmlType type, int64_t in) {
   const Form* f = find_form(type);

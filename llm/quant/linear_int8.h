@@ -61,8 +61,9 @@ std::shared_ptr<std::byte> reorder_linear_int8(GgmlType type, std::span<const st
 void iq4_xs_codes(const uint8_t* block, uint8_t* codes);
 
 /// Whether a linear of `type` takes its input rounded to int8 levels (llm/quant/int8_rows.h) on
-/// every path, whatever kernel runs it: the formats with an int8 form (Q4_K, Q5_K, Q6_K, IQ4_XS),
-/// so that a model computes the same products in a decode step and in a prefill chunk.
+/// every path, whatever kernel runs it: the formats with an int8 form (Q4_K, Q5_K, Q6_K, IQ4_XS)
+/// and Q8_0 (matmul_int8.h), so that a model computes the same products in a decode step and in
+/// a prefill chunk.
 bool int8_activations(GgmlType type);
 
 /// The bytes of reorder_linear_int8's copy of an (out, in) `type` weight.

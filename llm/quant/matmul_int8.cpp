@@ -19,8 +19,8 @@ constexpr int64_t kPair = 64;                      // values per pair of sub-blo
 constexpr int64_t kPairWords = kPair / 8;          // nibble words per pair
 constexpr int64_t kPairsPerBlock = kQK_K / kPair;  // pairs per super-block
 static_assert(kInt8Block * 2 == kPair, "x's scales: two per pair");
-// A pair's words, and its scales or mins, at most (Q6_K: 12 words, 4 scales).
-using PairWords = uint32_t[kPairWords + 4];
+// A pair's words, and its scales or mins, at most (Q8_0: 16 words; Q6_K: 4 scales).
+using PairWords = uint32_t[2 * kPairWords];
 using PairScales = float[4];
 
 // Nibble word w of a pair: byte k holds level 4w + k of the low sub-block in its low nibble and
@@ -95,19 +95,34 @@ void pack_iq4_xs(const uint8_t* block, PairWords* words, PairScales* scales, Pai
   }
 }
 
+// Q8_0: a pair is two blocks, whose 32 int8 quants are stored plus 128 (vpdpbusd takes the
+// weight's bytes unsigned; the kernel takes 128 * x's sum32 off, as for IQ4_XS), 8 words each;
+// d per block.
+static_assert(kIQ4NLOffset == 128);
+void pack_q8_0(const uint8_t* blocks, PairWords* words, PairScales* scales, PairScales*) {
+  for (int64_t j = 0; j < kPairsPerBlock; ++j)
+    for (int64_t h = 0; h < 2; ++h) {
+      const uint8_t* block = blocks + (2 * j + h) * static_cast<int64_t>(q8_0::kBytes);
+      scales[j][h] = load_f16(block + q8_0::kD);
+      for (int64_t w = 0; w < kPairWords; ++w)
+        words[j][kPairWords * h + w] = load_u32(block + q8_0::kQs + 4 * w) ^ 0x80808080u;
+    }
+}
+
 // A format's packed pair: its words of levels, scales and mins per pair (the layout in the
 // header, with these counts).
 struct Packing {
   GgmlType type;
   int64_t words, scales, mins;
-  size_t block_bytes;
-  // A block's pairs.
+  size_t block_bytes;  // of 256 elements (Q8_0: 8 blocks)
+  // The pairs of 256 elements.
   void (*pack)(const uint8_t* block, PairWords* words, PairScales* scales, PairScales* mins);
 };
 constexpr Packing kPackings[] = {
     {GgmlType::Q4_K, kPairWords, 2, 2, q4_k::kBytes, pack_q4_k},
     {GgmlType::Q6_K, kPairWords + 4, 4, 0, q6_k::kBytes, pack_q6_k},
     {GgmlType::IQ4_XS, kPairWords, 2, 0, iq4_xs::kBytes, pack_iq4_xs},
+    {GgmlType::Q8_0, 2 * kPairWords, 2, 0, kQK_K / kQK* q8_0::kBytes, pack_q8_0},
 };
 
 const Packing* packing_of(GgmlType type) {
@@ -211,9 +226,11 @@ Tensor matmul_int8(const Int8Pairs& x, const PackedInt8Weight& w) {
   auto at = [&](const Tensor& t, int64_t i) { return words(t, i, 1); };
   const Tensor q = w.words.reshape({1, out, w.words.size(1), g_count}),
                scales = w.scales.reshape({1, out, w.scales.size(1), g_count});
-  // The nibble words' levels of the low and of the high sub-block, each (1, out, 8, G).
+  // The level words of the low and of the high sub-block, each (1, out, 8, G): Q8_0's as packed,
+  // the others' from the nibble words.
   const Tensor nibbles = words(q, 0, kPairWords);
   Tensor levels[2] = {nibbles & 0x0F0F0F0F, idiv(nibbles, 16) & 0x0F0F0F0F};
+  if (w.type == GgmlType::Q8_0) levels[0] = nibbles, levels[1] = words(q, kPairWords, kPairWords);
   if (w.type == GgmlType::IQ4_XS)
     for (Tensor& l : levels) l = byte_lut(l, kIQ4NLOffsetLevels);
   if (w.type == GgmlType::Q6_K) {
@@ -239,7 +256,7 @@ Tensor matmul_int8(const Int8Pairs& x, const PackedInt8Weight& w) {
     if (w.type == GgmlType::Q4_K) {
       const Tensor mins = w.mins.reshape({1, out, 2, g_count});
       t = products(h, 0, kPairWords) * (at(scales, h) * at(xs, h)) - at(mins, h) * at(xs, 2 + h);
-    } else if (w.type == GgmlType::IQ4_XS) {  // levels offset by 128
+    } else if (w.type == GgmlType::IQ4_XS || w.type == GgmlType::Q8_0) {  // levels offset by 128
       t = at(scales, h) * (products(h, 0, kPairWords) * at(xs, h) -
                            static_cast<double>(kIQ4NLOffset) * at(xs, 2 + h));
     } else {  // Q6_K: two groups of 16 per sub-block, levels offset by 32

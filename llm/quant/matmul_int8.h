@@ -1,22 +1,25 @@
-// A prefill chunk's product with a Q4_K, Q6_K or IQ4_XS weight as int8 dot products (DOT4: x86
-// vpdpbusd) over the weight repacked once at load. The vector lanes run along a weight row's pairs
-// of 32-value sub-blocks (64 consecutive values), so each lane sums a sub-block's words of
-// products in int32 (a chain of vpdpbusd) and converts and scales once per sub-block (Q6_K: per
-// 16 values). The matvec form (linear_int8.h) reads its own copy, a lane per sub-block across a
-// group of 16 sub-blocks, whose x words are reordered to match.
+// A prefill chunk's product with a Q4_K, Q6_K, IQ4_XS or Q8_0 weight as int8 dot products (DOT4:
+// x86 vpdpbusd) over the weight repacked once at load; for Q8_0, which linear_int8.h does not
+// take, every row count's. The vector lanes run along a weight row's pairs of 32-value sub-blocks
+// (64 consecutive values), so each lane sums a sub-block's words of products in int32 (a chain of
+// vpdpbusd) and converts and scales once per sub-block (Q6_K: per 16 values). The matvec form
+// (linear_int8.h) reads its own copy, a lane per sub-block across a group of 16 sub-blocks, whose
+// x words are reordered to match.
 //
 // With G = in / 64 pairs per row, the repacked weight is
 //   words  (out, W, G) uint32: 8 nibble words per pair, byte k of word w holding level 4w + k of
 //          the low sub-block (low nibble) and of the high one (Q4_K's own layout; IQ4_XS's are
 //          the codes its table maps to levels); Q6_K adds 4 words of the levels' high 2 bits
-//          (pack_q6_k): W = 8 or 12
-//   scales (out, S, G) float32: d * sc per sub-block (Q4_K, IQ4_XS: S = 2) or per 16 values
-//          (Q6_K, S = 4)
-//   mins   (out, 2, G) float32: Q4_K's dmin * m per sub-block (Q6_K's offset 32 and IQ4_XS's 128
-//          are constants)
-// 48 (Q4_K), 64 (Q6_K) or 40 (IQ4_XS) bytes per 64 values, beside the file's 36, 52.5 or 34. x's
-// int8 rows (int8_rows.h) are laid out alike (Int8Pairs), straight from its levels. The products
-// are those of the float path over the rounded rows (round_rows_int8), summed in another order.
+//          (pack_q6_k): W = 8 or 12. Q8_0: 8 words of the low block's quants plus 128 as bytes,
+//          then 8 of the high one's: W = 16
+//   scales (out, S, G) float32: d * sc per sub-block (Q4_K, IQ4_XS: S = 2), d per block (Q8_0,
+//          S = 2) or per 16 values (Q6_K, S = 4)
+//   mins   (out, 2, G) float32: Q4_K's dmin * m per sub-block (Q6_K's offset 32 and IQ4_XS's and
+//          Q8_0's 128 are constants)
+// 48 (Q4_K), 64 (Q6_K), 40 (IQ4_XS) or 72 (Q8_0) bytes per 64 values, beside the file's 36, 52.5,
+// 34 or 68. x's int8 rows (int8_rows.h) are laid out alike (Int8Pairs), straight from its levels.
+// The products are those of the float path over the rounded rows (round_rows_int8), summed in
+// another order.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -38,8 +41,8 @@ struct PackedInt8Weight {
   Tensor words, scales, mins;  // mins: Q4_K only
 };
 
-/// Whether matmul_int8 takes a `type` weight with rows of `in` elements: Q4_K, Q6_K and IQ4_XS
-/// with `in` a multiple of 64 * kMatmulInt8Pairs.
+/// Whether matmul_int8 takes a `type` weight with rows of `in` elements: Q4_K, Q6_K, IQ4_XS and
+/// Q8_0 with `in` a multiple of 64 * kMatmulInt8Pairs.
 bool matmul_int8_supports(GgmlType type, int64_t in);
 
 /// Bytes of the repacked (out, in) `type` weight (matmul_int8_supports).

@@ -62,7 +62,7 @@ HostMoe host_weights(const LayerWeights& lw, int64_t k) {
           decode(lw.ffn_down_shexp),
           decode(lw.ffn_gate_inp_shexp),
           k,
-          lw.ffn_gate_shexp && lw.ffn_gate_shexp->type == GgmlType::Q4_K};
+          lw.ffn_gate_shexp && test::rounds_input_int8(lw.ffn_gate_shexp->type)};
 }
 
 double silu(double v) { return v / (1 + std::exp(-v)); }

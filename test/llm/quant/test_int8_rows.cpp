@@ -106,8 +106,8 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
     int64_t out, in;
   };
   // linear_int8 reads Q4_K, Q5_K and IQ4_XS in pairs of blocks (512 inputs per group), Q6_K a
-  // block at a time (256, 768: odd counts). Q4_K, Q6_K and IQ4_XS from 512 inputs also have the
-  // packed GEMM form (matmul_int8): 8 lanes at 512, 16 at 1024.
+  // block at a time (256, 768: odd counts). Q4_K, Q6_K, IQ4_XS and Q8_0 (which has only this
+  // form) from 512 inputs have the packed GEMM form (matmul_int8): 8 lanes at 512, 16 at 1024.
   for (Case c : {Case{GgmlType::Q4_K, 48, 1536},
                  {GgmlType::Q4_K, 300, 512},
                  {GgmlType::Q4_K, 36, 1024},
@@ -119,12 +119,17 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
                  {GgmlType::Q6_K, 12, 768},
                  {GgmlType::IQ4_XS, 24, 1536},
                  {GgmlType::IQ4_XS, 20, 512},
-                 {GgmlType::IQ4_XS, 36, 1024}}) {
+                 {GgmlType::IQ4_XS, 36, 1024},
+                 {GgmlType::Q8_0, 24, 1536},
+                 {GgmlType::Q8_0, 20, 512},
+                 {GgmlType::Q8_0, 36, 1024}}) {
     const auto [type, out, in] = c;
     CAPTURE(format_of(type).name);
     CAPTURE(out);
     CAPTURE(in);
-    REQUIRE(linear_int8_supports(type, in));
+    const bool matvec = linear_int8_supports(type, in), gemm = matmul_int8_supports(type, in);
+    CHECK(matvec == (type != GgmlType::Q8_0));
+    CHECK(gemm == (type != GgmlType::Q5_K && in % 512 == 0));
     std::mt19937 rng(5);
     std::normal_distribution<float> normal(0, 0.1f);
     std::vector<float> w(out * in);
@@ -132,35 +137,38 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
     for (int64_t i = 0; i < in; ++i) w[i] = i % 7 == 0 ? -0.9f : 0.01f;  // a row of negative peaks
     std::vector<uint8_t> bytes(row_bytes(type, out * in));
     quantize(type, w, bytes);
+    if (type == GgmlType::Q8_0) bytes[q8_0::kQs] = 0x80;  // -128, which its quantizer never writes
     std::vector<float> deq(w.size());
     dequantize(type, bytes, deq);
     // linear_int8 reads a reordered copy (the GEMM's packing takes the file's blocks).
     const std::span<const std::byte> file = std::as_bytes(std::span(bytes));
-    const std::shared_ptr<std::byte> reordered = reorder_linear_int8(type, file);
-    const LinearInt8Layout& layout = linear_int8_layout(type);
-    const std::span<const std::byte> read{reordered.get(),
-                                          static_cast<size_t>(linear_int8_bytes(type, out, in))};
-    CHECK(read.size() ==
-          file.size() / (layout.blocks * format_of(type).block_bytes) * layout.bytes);
-    const auto n_read = static_cast<int64_t>(read.size());
-    Tensor blocks = Tensor::from_host_memory(read, {n_read}, dtypes::uint8, "CPU", reordered);
-    Tensor words = Tensor::from_host_memory(read, {n_read / 4}, dtypes::uint32, "CPU", reordered);
-    const bool gemm = matmul_int8_supports(type, in);
-    CHECK(gemm == (type != GgmlType::Q5_K && in % 512 == 0));
+    Tensor blocks, words;
+    if (matvec) {
+      const std::shared_ptr<std::byte> reordered = reorder_linear_int8(type, file);
+      const LinearInt8Layout& layout = linear_int8_layout(type);
+      const std::span<const std::byte> read{reordered.get(),
+                                            static_cast<size_t>(linear_int8_bytes(type, out, in))};
+      CHECK(read.size() ==
+            file.size() / (layout.blocks * format_of(type).block_bytes) * layout.bytes);
+      const auto n_read = static_cast<int64_t>(read.size());
+      blocks = Tensor::from_host_memory(read, {n_read}, dtypes::uint8, "CPU", reordered);
+      words = Tensor::from_host_memory(read, {n_read / 4}, dtypes::uint32, "CPU", reordered);
+    }
     const PackedInt8Weight packed =
         gemm ? pack_matmul_int8(type, std::as_bytes(std::span(bytes)), out, in, "CPU")
              : PackedInt8Weight{};
     if (gemm)  // per 64 values: 8 words, 2 scales, 2 mins; Q6_K: 12 words, 4 scales; IQ4_XS: 8
-               // words, 2 scales
+               // words, 2 scales; Q8_0: 16 words, 2 scales
       CHECK(packed_bytes(type, out, in) == out * in / 64 *
                                                (type == GgmlType::Q4_K   ? 48
                                                 : type == GgmlType::Q6_K ? 64
+                                                : type == GgmlType::Q8_0 ? 72
                                                                          : 40));
     // One row and two through linear_int8 where it takes the weight; one, two and 33 through the
     // GEMM where it does.
     for (auto [rows, through_gemm] :
          {std::pair{1, false}, {2, false}, {1, true}, {2, true}, {33, true}}) {
-      if (through_gemm ? !gemm : !linear_int8_supports(type, in)) continue;
+      if (through_gemm ? !gemm : !matvec) continue;
       CAPTURE(rows);
       CAPTURE(through_gemm);
       std::vector<float> x = activations(rows, in, 7), scales;
@@ -183,9 +191,10 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
           CHECK(std::fabs(got[r * out + o] - want) <= 1e-5 * mag + 1e-6);
         }
     }
-    CHECK_THROWS_WITH_AS(linear_int8(quantize_rows_int8(Tensor::zeros({1, in})), type, blocks,
-                                     words.shrink({{0, 36}}), out, in),
-                         doctest::Contains("uint32 words"), Error);
+    if (matvec)
+      CHECK_THROWS_WITH_AS(linear_int8(quantize_rows_int8(Tensor::zeros({1, in})), type, blocks,
+                                       words.shrink({{0, 36}}), out, in),
+                           doctest::Contains("uint32 words"), Error);
   }
   CHECK(!linear_int8_supports(GgmlType::Q6_K, 128));
   CHECK(!linear_int8_supports(GgmlType::Q8_0, 256));

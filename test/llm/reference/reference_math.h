@@ -60,9 +60,14 @@ inline std::vector<double> round_int8(std::span<const double> x) {
   return out;
 }
 
+/// Whether the model rounds a `t` linear layer's input to int8 levels first (llm/kernels/linear.h).
+inline bool rounds_input_int8(GgmlType t) {
+  return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K ||
+         t == GgmlType::IQ4_XS || t == GgmlType::Q8_0;
+}
+
 /// A linear layer's matrix as the reference reads it: its elements, and whether the model rounds
-/// the layer's input to int8 levels first (a Q4_K, Q5_K, Q6_K or IQ4_XS layer,
-/// llm/kernels/linear.h).
+/// the layer's input to int8 levels first (rounds_input_int8).
 struct MatrixView {
   std::span<const float> w;
   bool int8_input = false;
@@ -76,8 +81,7 @@ struct Matrix {
 inline Matrix decode_matrix(const GgufFile& f, const std::string& name,
                             std::vector<uint64_t> dims) {
   const GgmlType t = f.tensor(name).type;
-  return {decode(f, name, std::move(dims)), t == GgmlType::Q4_K || t == GgmlType::Q5_K ||
-                                                t == GgmlType::Q6_K || t == GgmlType::IQ4_XS};
+  return {decode(f, name, std::move(dims)), rounds_input_int8(t)};
 }
 inline std::vector<double> matvec(MatrixView m, std::span<const double> x, size_t out) {
   if (!m.int8_input) return matvec(m.w, x, out);
