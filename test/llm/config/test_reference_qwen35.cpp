@@ -390,9 +390,10 @@ GgufFile qwen3moe_of(const GgufFile& dense, uint32_t n_experts, uint32_t n_used)
 
 TEST_CASE("reference qwen3moe: identical experts reproduce the dense qwen3 reference") {
   // The qwen3 reference is an independent oracle: whatever the router picks, top-k weights
-  // renormalised to 1 over identical experts give the dense FFN.
+  // renormalised to 1 over identical experts give the dense FFN. F16: the dense FFN of a Q8_0 or
+  // K-quant file rounds its input to int8 levels, routed experts do not.
   DemoModelOptions o;
-  o.weight_type = GgmlType::Q8_0;
+  o.weight_type = GgmlType::F16;
   o.tied_output = false;
   const GgufFile dense = demo_file(o);
   const GgufFile moe = qwen3moe_of(dense, /*n_experts=*/4, /*n_used=*/2);
