@@ -68,6 +68,7 @@ struct Work {
   std::vector<UOp> axes;                // output loop ranges with constant extents
   std::vector<std::vector<bool>> uses;  // per node: which of `axes` it depends on
   std::vector<double> ops;              // per node: its cost in ALU ops
+  int64_t shared_loads = 0;             // loads that depend on none of `axes`: every copy's values
 };
 
 Work reduce_work(const UOp& ast, const std::vector<UOp>& reduces) {
@@ -89,6 +90,8 @@ Work reduce_work(const UOp& ast, const std::vector<UOp>& reduces) {
       if (std::find(rs.begin(), rs.end(), k) == rs.end()) continue;  // hoisted out of the loop
       std::vector<bool> uses;
       for (const UOp& a : w.axes) uses.push_back(std::find(rs.begin(), rs.end(), a) != rs.end());
+      if (u.op() == Op::LOAD && std::find(uses.begin(), uses.end(), true) == uses.end())
+        ++w.shared_loads;
       w.uses.push_back(std::move(uses));
       w.ops.push_back(u.op() == Op::LOAD && w.axes.size() >= 2
                           ? kOpsPerLoadedByte * double(itemsize(u.dtype().base()))
@@ -206,15 +209,25 @@ std::optional<std::vector<Opt>> lane_reduce_opts(const UOp& ast, const CodegenTa
   // (a matvec's one accumulator of 32 lanes is two independent FMA chains).
   std::optional<std::vector<Opt>> best;
   int64_t best_copies = 0;
+  const Work work = reduce_work(ast, reduces);
   for (int64_t lanes : kLaneCandidates) {
     const int64_t registers = (lanes * elem + target.simd_bytes - 1) / target.simd_bytes;
     if (registers > kMaxRegistersPerLaneVector) continue;
     std::optional<std::vector<Opt>> opts = lane_opts(ast, ranges, lanes);
     if (!opts) continue;
-    const int64_t max_accumulators =
+    int64_t max_accumulators =
         std::max<int64_t>(1, vector_registers(target) / 2 / registers / sharing);
+    // A matvec's copies of its one output axis share, within an iteration, the vectors every
+    // output loads (x's): where those of all lane groups and two copies' accumulators overflow
+    // the registers, no copies (a Q8_0 matvec of 2048 inputs as 4 outputs of 32 lanes, sharing
+    // x's 16 words and 4 sums, spilled a 9 KB frame and ran 1.4x slower than with 16 lanes).
+    int64_t unrolled = 1;
+    for (const Opt& o : *opts) unrolled *= o.amount;
+    if (work.axes.size() == 1 &&
+        registers * (work.shared_loads * unrolled / lanes + 2 * sharing) > vector_registers(target))
+      max_accumulators = 1;
     int64_t copies = 1;
-    for (const Opt& o : upcasts(reduce_work(ast, reduces), max_accumulators)) {
+    for (const Opt& o : upcasts(work, max_accumulators)) {
       opts->push_back(o);
       copies *= o.amount;
     }

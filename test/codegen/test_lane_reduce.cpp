@@ -481,3 +481,31 @@ TEST_CASE("lane reduce: a product the tile's rows share is not split to factor o
   CHECK(count(k.ks.src, "= fmul") == 40);
   check_dequant_linear(ast, k, M, N, K, 1);
 }
+
+TEST_CASE("lane reduce: a matvec's copies keep the vectors they share within the registers") {
+  // y[n] = sum_k sum_j x[j, k] * w[n, j, k] over `loads` separate loads of x (matmul_int8's one row
+  // reads x's 16 words of a pair apart). Every output copy shares x's vectors: 16 of 32 float32
+  // lanes (two registers each) and the accumulators overflow AVX-512's 32 registers, so the copies
+  // take 16 lanes; one such load leaves 32 lanes and their copies.
+  constexpr int64_t N = 64, K = 64;
+  for (int64_t loads : {1, 16}) {
+    CAPTURE(loads);
+    UOp y = buf(0, dtypes::float32, N), x = buf(1, dtypes::float32, loads * K),
+        w = buf(2, dtypes::float32, N * loads * K);
+    UOp n = UOp::range(N, 0), k = UOp::range(K, 1, AxisType::Reduce);
+    UOp sum;
+    for (int64_t j = 0; j < loads; ++j) {
+      UOp term = load(x, j * K + k) * load(w, (n * loads + j) * K + k);
+      sum = j ? sum + term : term;
+    }
+    UOp ast = sink({store(y, n, reduce(sum, Op::ADD, {k}))});
+    std::vector<float> vx = randf(loads * K, 51), vw = randf(N * loads * K, 52), ref(N), got(N);
+    compile(ast, {.noopt = 1}).run({ref.data(), vx.data(), vw.data()}, {}, 1);
+    Kernel h = compile(ast, {.max_threads = 2}, avx512_width_target());
+    CAPTURE(h.ks.opts_desc);
+    CHECK(has_unroll(h.ks.opts, 1, loads == 1 ? 32 : 16));
+    CHECK(has(h.ks.opts_desc, "UPCAST(0,"));
+    h.run({got.data(), vx.data(), vw.data()}, {}, 2);
+    check_close(got, ref, 1e-5);
+  }
+}
