@@ -112,11 +112,10 @@ Linear load_linear(const GgufTensor& t, const std::string& device,
   const DeviceFeatures f = device_features(l.weight.device());
   if (knob_int(Knob::LLM_KERNELS) == 0 || t.dims.size() != 2 || !f.int8_dot) return l;
   const auto in = static_cast<int64_t>(t.dims[0]), out = static_cast<int64_t>(t.dims[1]);
-  if (gpu_int8(f, t.type, out, in)) {
-    l = gpu_linear(std::as_bytes(t.data), t.type, out, in, device, owner);
-  } else if (f.is_gpu) {
-    return l;
-  } else if (linear_int8_supports(t.type, in)) {
+  if (gpu_int8(f, t.type, out, in))
+    return gpu_linear(std::as_bytes(t.data), t.type, out, in, device, owner);
+  if (f.is_gpu) return l;
+  if (linear_int8_supports(t.type, in)) {
     // linear_int8 reads a copy of the blocks reordered at load (1-3% larger than the file's):
     // where that would take more than half of what is available, the generic path.
     const auto size = static_cast<size_t>(linear_int8_bytes(t.type, out, in));
@@ -127,12 +126,9 @@ Linear load_linear(const GgufTensor& t, const std::string& device,
     l.kernel = Linear::Kernel::CpuDot4;
     l.blocks = Tensor::from_host_memory(bytes, {n}, dtypes::uint8, device, copy);
     l.words = Tensor::from_host_memory(bytes, {n / 4}, dtypes::uint32, device, copy);
-    if (!one_row) l.packed = pack_if_memory(t, out, in, device);
-  } else {
-    // Q8_0: matmul_int8 for every row count.
-    l.packed = pack_if_memory(t, out, in, device);
-    if (l.packed.words.defined()) l.kernel = Linear::Kernel::CpuDot4;
   }
+  if (!one_row) l.packed = pack_if_memory(t, out, in, device);
+  if (l.packed.words.defined()) l.kernel = Linear::Kernel::CpuDot4;
   return l;
 }
 
@@ -144,7 +140,7 @@ Tensor Linear::operator()(const Tensor& x) const {
     return matmul_wmma(int8_activations(type) ? round_rows_int8(x) : x, words, type, out, in);
   if (kernel == Kernel::CpuDot4 && rows == 1 && blocks.defined())
     return linear_int8(quantize_rows_int8(x), type, blocks, words, out, in);
-  if (kernel == Kernel::CpuDot4 && rows >= 1 && packed.words.defined())
+  if (kernel == Kernel::CpuDot4 && rows > 1 && packed.words.defined())
     return matmul_int8(quantize_pairs_int8(x), packed);
   if (!int8_activations(type)) return x.linear(weight);
   // Materialized: fused into the matmul, the rounding would cost it its tiling.

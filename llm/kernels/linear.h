@@ -28,13 +28,13 @@ Tensor load_weight(const GgufTensor& t, const std::string& device,
 ///             kernel (matmul_wmma.h) over x in f16 where out is a multiple of 16; the device
 ///             holds the weight once, as uint32 words, which the generic path (more rows, or
 ///             other shapes) reads its bytes from.
-///   CpuDot4   a format linear_int8 takes (Q4_K, Q5_K, Q6_K, IQ4_XS) on a CPU with int8 dot
-///             products (x86 VNNI): one row (a decode step, the output head) runs as DOT4 over
+///   CpuDot4   on a CPU with int8 dot products (x86 VNNI), a format linear_int8 takes (Q4_K,
+///             Q5_K, Q6_K, IQ4_XS): one row (a decode step, the output head) runs as DOT4 over
 ///             a copy of the blocks reordered at load so that each vector lane stays in one
-///             sub-block (reorder_linear_int8, llm/quant/linear_int8.h); more rows (a prefill
-///             chunk) of a weight matmul_int8 takes (Q4_K, Q6_K, IQ4_XS) run as DOT4 over a copy
-///             repacked at load (llm/quant/matmul_int8.h), other weights the generic way. A Q8_0
-///             weight matmul_int8 takes runs it for every row count.
+///             sub-block (reorder_linear_int8, llm/quant/linear_int8.h); and a format matmul_int8
+///             takes (Q4_K, Q6_K, IQ4_XS, Q8_0): more rows (a prefill chunk) run as DOT4 over a
+///             copy repacked at load (llm/quant/matmul_int8.h). Other rows the generic way (Q8_0's
+///             one row: its float matvec streams the file near the read bandwidth).
 ///   Generic   the lazy dequantization fused into the matmul.
 /// Q4_K, Q5_K, Q6_K, IQ4_XS and Q8_0 weights take their input rounded to int8 levels per 32
 /// values (llm/quant/int8_rows.h) on every path, as ggml's CPU kernels do.
@@ -64,8 +64,7 @@ ExpertLinears load_experts(const GgufTensor& t, const std::string& device,
                            const std::shared_ptr<const void>& owner = nullptr);
 
 /// The matrix `t` as a Linear (load_weight's arguments). A linear that only ever takes one row
-/// (`one_row`: the output head, which a chunk runs on its last row) keeps no prefill form where
-/// it has a one-row form over its blocks.
+/// (`one_row`: the output head, which a chunk runs on its last row) keeps no prefill form.
 Linear load_linear(const GgufTensor& t, const std::string& device,
                    const std::shared_ptr<const void>& owner = nullptr, bool one_row = false);
 

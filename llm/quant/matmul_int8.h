@@ -1,10 +1,9 @@
 // A prefill chunk's product with a Q4_K, Q6_K, IQ4_XS or Q8_0 weight as int8 dot products (DOT4:
-// x86 vpdpbusd) over the weight repacked once at load; for Q8_0, which linear_int8.h does not
-// take, every row count's. The vector lanes run along a weight row's pairs of 32-value sub-blocks
-// (64 consecutive values), so each lane sums a sub-block's words of products in int32 (a chain of
-// vpdpbusd) and converts and scales once per sub-block (Q6_K: per 16 values). The matvec form
-// (linear_int8.h) reads its own copy, a lane per sub-block across a group of 16 sub-blocks, whose
-// x words are reordered to match.
+// x86 vpdpbusd) over the weight repacked once at load. The vector lanes run along a weight row's
+// pairs of 32-value sub-blocks (64 consecutive values), so each lane sums a sub-block's words of
+// products in int32 (a chain of vpdpbusd) and converts and scales once per sub-block (Q6_K: per 16
+// values). The matvec form (linear_int8.h) reads its own copy, a lane per sub-block across a group
+// of 16 sub-blocks, whose x words are reordered to match.
 //
 // With G = in / 64 pairs per row, the repacked weight is
 //   words  (out, W, G) uint32: 8 nibble words per pair, byte k of word w holding level 4w + k of

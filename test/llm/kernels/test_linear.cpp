@@ -60,22 +60,37 @@ TEST_CASE("linear: the int8 DOT4 Q4_K path where the device has int8 dot product
 }
 
 TEST_CASE("linear: a chunk of rows takes the packed int8 GEMM on a CPU with int8 dot products") {
-  std::vector<uint8_t> bytes;
-  GgufTensor t = matrix(bytes, 40, GgmlType::Q4_K, 5, 512);
-  Linear specific = load_linear(t, "CPU");
-  CHECK(specific.packed.words.defined() == device_features("CPU").int8_dot);
-  ScopedKnob off(Knob::LLM_KERNELS, "0");
-  Linear generic = load_linear(t, "CPU");
-  CHECK(!generic.packed.words.defined());
-  // Both round x to int8 levels per 32 values: they agree to float rounding.
-  std::vector<float> xs(32 * 512);
-  for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(0.37f * float(i)) + 0.1f;
-  Tensor x = Tensor::from_vector(xs, {32, 512}, dtypes::float32, "CPU");
-  std::vector<float> a = specific(x).to_vector<float>(), b = generic(x).to_vector<float>();
-  REQUIRE(a.size() == b.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    CAPTURE(i);
-    CHECK(std::fabs(a[i] - b[i]) <= 1e-4f * (1 + std::fabs(b[i])));
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q8_0}) {
+    CAPTURE(format_of(type).name);
+    std::vector<uint8_t> bytes;
+    GgufTensor t = matrix(bytes, 40, type, 5, 512);
+    const bool int8_dot = device_features("CPU").int8_dot;
+    Linear specific = load_linear(t, "CPU");
+    CHECK(specific.packed.words.defined() == int8_dot);
+    CHECK((specific.kernel == Linear::Kernel::CpuDot4) == int8_dot);
+    // The output head runs one row: no GEMM copy (Q8_0's one row is the float matvec's).
+    Linear head = load_linear(t, "CPU", nullptr, /*one_row=*/true);
+    CHECK(!head.packed.words.defined());
+    CHECK((head.kernel == Linear::Kernel::CpuDot4) == (int8_dot && type == GgmlType::Q4_K));
+    ScopedKnob off(Knob::LLM_KERNELS, "0");
+    Linear generic = load_linear(t, "CPU");
+    CHECK(!generic.packed.words.defined());
+    // All round x to int8 levels per 32 values: they agree to float rounding, 32 rows and one.
+    for (int64_t rows : {32, 1}) {
+      CAPTURE(rows);
+      std::vector<float> xs(rows * 512);
+      for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(0.37f * float(i)) + 0.1f;
+      Tensor x = Tensor::from_vector(xs, {rows, 512}, dtypes::float32, "CPU");
+      std::vector<float> a = specific(x).to_vector<float>(), b = generic(x).to_vector<float>(),
+                         c = head(x).to_vector<float>();
+      REQUIRE(a.size() == b.size());
+      REQUIRE(c.size() == b.size());
+      for (size_t i = 0; i < a.size(); ++i) {
+        CAPTURE(i);
+        CHECK(std::fabs(a[i] - b[i]) <= 1e-4f * (1 + std::fabs(b[i])));
+        CHECK(std::fabs(c[i] - b[i]) <= 1e-4f * (1 + std::fabs(b[i])));
+      }
+    }
   }
 }
 
