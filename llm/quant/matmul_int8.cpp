@@ -96,9 +96,9 @@ void pack_iq4_xs(const uint8_t* block, PairWords* words, PairScales* scales, Pai
 }
 
 // Q8_0: a pair is two blocks, whose 32 int8 quants are stored plus 128 (vpdpbusd takes the
-// weight's bytes unsigned; the kernel takes 128 * x's sum32 off, as for IQ4_XS), 8 words each;
+// weight's bytes unsigned; the kernel takes 128 * x's sum32 off, IQ4_XS's offset), 8 words each;
 // d per block.
-static_assert(kIQ4NLOffset == 128);
+static_assert(kIQ4NLOffset == 0x80, "Q8_0's offset flips each byte's top bit");
 void pack_q8_0(const uint8_t* blocks, PairWords* words, PairScales* scales, PairScales*) {
   for (int64_t j = 0; j < kPairsPerBlock; ++j)
     for (int64_t h = 0; h < 2; ++h) {
@@ -122,7 +122,7 @@ constexpr Packing kPackings[] = {
     {GgmlType::Q4_K, kPairWords, 2, 2, q4_k::kBytes, pack_q4_k},
     {GgmlType::Q6_K, kPairWords + 4, 4, 0, q6_k::kBytes, pack_q6_k},
     {GgmlType::IQ4_XS, kPairWords, 2, 0, iq4_xs::kBytes, pack_iq4_xs},
-    {GgmlType::Q8_0, 2 * kPairWords, 2, 0, kQK_K / kQK* q8_0::kBytes, pack_q8_0},
+    {GgmlType::Q8_0, 2 * kPairWords, 2, 0, (kQK_K / kQK) * q8_0::kBytes, pack_q8_0},
 };
 
 const Packing* packing_of(GgmlType type) {
@@ -228,9 +228,12 @@ Tensor matmul_int8(const Int8Pairs& x, const PackedInt8Weight& w) {
                scales = w.scales.reshape({1, out, w.scales.size(1), g_count});
   // The level words of the low and of the high sub-block, each (1, out, 8, G): Q8_0's as packed,
   // the others' from the nibble words.
-  const Tensor nibbles = words(q, 0, kPairWords);
-  Tensor levels[2] = {nibbles & 0x0F0F0F0F, idiv(nibbles, 16) & 0x0F0F0F0F};
-  if (w.type == GgmlType::Q8_0) levels[0] = nibbles, levels[1] = words(q, kPairWords, kPairWords);
+  const Tensor low = words(q, 0, kPairWords);
+  Tensor levels[2];
+  if (w.type == GgmlType::Q8_0)
+    levels[0] = low, levels[1] = words(q, kPairWords, kPairWords);
+  else
+    levels[0] = low & 0x0F0F0F0F, levels[1] = idiv(low, 16) & 0x0F0F0F0F;
   if (w.type == GgmlType::IQ4_XS)
     for (Tensor& l : levels) l = byte_lut(l, kIQ4NLOffsetLevels);
   if (w.type == GgmlType::Q6_K) {

@@ -155,8 +155,7 @@ TEST_CASE("DOT4 linears equal the dequantized weights times the rounded rows") {
       words = Tensor::from_host_memory(read, {n_read / 4}, dtypes::uint32, "CPU", reordered);
     }
     const PackedInt8Weight packed =
-        gemm ? pack_matmul_int8(type, std::as_bytes(std::span(bytes)), out, in, "CPU")
-             : PackedInt8Weight{};
+        gemm ? pack_matmul_int8(type, file, out, in, "CPU") : PackedInt8Weight{};
     if (gemm)  // per 64 values: 8 words, 2 scales, 2 mins; Q6_K: 12 words, 4 scales; IQ4_XS: 8
                // words, 2 scales; Q8_0: 16 words, 2 scales
       CHECK(packed_bytes(type, out, in) == out * in / 64 *
