@@ -134,12 +134,16 @@ const PatternMatcher& pm_simplify_valid() {
              if (idx == m["idx"]) return std::nullopt;
              return m.root().replace_src({m["buf"], idx, m["gate"]});
            }},
-          // where(gate, x, y): x simplified where the gate holds. Not through a gated load: the
-          // load runs whatever the WHERE picks, so its own gate must keep it in bounds.
+          // where(gate, x, y): x simplified where the gate holds. Never an address: a load in x
+          // runs whatever the WHERE picks (a select evaluates both sides), so its index must
+          // stay in bounds where the gate is false too; only the load's own gate (the INDEX rule
+          // above) may tighten it. (Simplified under the WHERE's gate, Q2_K's and Q3_K's bit
+          // reads became row*110 + l - 32 for l < 32 too: bytes before the buffer, which a GPU
+          // faults on.)
           {where(UPat::var("gate", dt_bool), UPat::var("x"), UPat::var("y")),
            [](const Match& m) -> R {
              for (const UOp& u : m["x"].toposort())
-               if (u.op() == Op::INDEX && u.src().size() > 2) return std::nullopt;
+               if (u.op() == Op::INDEX) return std::nullopt;
              UOp x = simplify_valid(m["x"], m["gate"]);
              if (x == m["x"]) return std::nullopt;
              return m["gate"].where(x, m["y"]);

@@ -127,6 +127,24 @@ TEST_CASE("simplify_gate and pm_simplify_valid") {
   CHECK(w == gate.where(c(0), c(7)));
 }
 
+// Regression (Q2_K and Q3_K linears on DEV=AMD failed with out-of-bounds loads): a WHERE's gate
+// simplified the address of a load in its branch, x % 32 -> x - 32 under 31 < x, but the select
+// runs the load for every x, so for x < 32 it read before the buffer. Only a load's own gate may
+// tighten its index.
+TEST_CASE("pm_simplify_valid: a WHERE's gate never simplifies an address in its branches") {
+  UOp x = UOp::variable("x", 0, 63);
+  UOp buf = UOp::make(Op::PARAM, dtypes::uint8.ptr(), {}, ParamArg{0, "", 0, 0});
+  UOp load =
+      UOp::make(Op::LOAD, dtypes::uint8, {UOp::make(Op::INDEX, buf.dtype(), {buf, x % 32 + 64})});
+  UOp upper = c(31).lt(x);
+  UOp w = graph_rewrite(upper.where(load, c(0).cast(dtypes::uint8)), pm_simplify_valid());
+  for (const UOp& u : w.toposort())
+    if (u.op() == Op::INDEX) CHECK(u.src(1).render() == "((x%32)+64)");
+  // Gated by the same condition, the load may be simplified: it does not run where x < 32.
+  UOp gated = UOp::make(Op::INDEX, buf.dtype(), {buf, x % 32 + 64, upper});
+  CHECK(graph_rewrite(gated, pm_simplify_valid()).src(1).render() == "(x+32)");
+}
+
 TEST_CASE("rewriting terminates on large graphs") {
   // a long chain of constant additions folds as it goes
   UOp x = UOp::variable("x", 0, 10);
