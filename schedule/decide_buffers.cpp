@@ -23,34 +23,31 @@ namespace ugrad {
 
 namespace {
 
-// The device each node's readers run on, for graphs of constants, which name none: a buffer
-// holding one lives where the kernel reading it runs (not on the default device).
-std::unordered_map<UOp, std::string> reader_devices(const std::vector<UOp>& topo) {
-  std::unordered_map<UOp, std::string> reader;
-  for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
-    const UOp& u = *it;
-    if (u.op() == Op::COPY) continue;  // its source lives on the source's device
+// The device of every node. A node is where the buffers it reads are (the first source that has
+// a device decides; a COPY is on its target, an ASSIGN where its target buffer is). A graph of
+// constants names no device, so it takes the device of the nodes that read it: a buffer holding
+// one lives where the kernel reading it runs, whatever the default device is. Only a root that
+// is itself all constants, read by nothing, is on the default device (Tensor::realize_all gives
+// such a root a buffer of the tensor's own device first).
+std::unordered_map<UOp, std::string> node_devices(const std::vector<UOp>& topo,
+                                                  const std::vector<UOp>& roots) {
+  std::unordered_map<UOp, std::string> device;
+  for (const UOp& u : topo) {  // sources first: where each node's buffers are
     std::string d;
     if (u.op() == Op::BUFFER) d = u.arg_as<BufferArg>().device;
+    if (u.op() == Op::COPY) d = u.arg_as<std::string>();
     if (u.op() == Op::ASSIGN) d = base_buffer(u.src(0)).arg_as<BufferArg>().device;
-    if (auto r = reader.find(u); d.empty() && r != reader.end()) d = r->second;
-    if (d.empty()) continue;
-    for (const UOp& s : u.src()) reader.try_emplace(s, d);
+    for (size_t i = 0; d.empty() && i < u.src().size(); ++i)
+      if (auto s = device.find(u.src(i)); s != device.end()) d = s->second;
+    if (!d.empty()) device.emplace(u, std::move(d));
   }
-  return reader;
-}
-
-// The device of a graph: that of its buffers, or where its last COPY went; for a graph of
-// constants, that of its readers (the default device when it has none).
-std::string device_of(const UOp& u, const std::unordered_map<UOp, std::string>& reader) {
-  UOp b = u;
-  while (b.op() != Op::BUFFER && b.op() != Op::COPY && !b.src().empty()) b = b.src(0);
-  if (b.op() == Op::COPY) return b.arg_as<std::string>();
-  if (b.op() == Op::BUFFER) return b.arg_as<BufferArg>().device;
-  for (const UOp& x : u.toposort())
-    if (x.op() == Op::BUFFER) return x.arg_as<BufferArg>().device;
-  if (auto r = reader.find(u); r != reader.end()) return r->second;
-  return knob_str(Knob::DEV);
+  for (const UOp& r : roots) device.try_emplace(r, knob_str(Knob::DEV));
+  for (auto it = topo.rbegin(); it != topo.rend(); ++it) {  // readers first: constants
+    auto d = device.find(*it);
+    if (d == device.end()) continue;
+    for (const UOp& s : it->src()) device.try_emplace(s, d->second);
+  }
+  return device;
 }
 
 // Kernels the scheduler does not build from the graph: a copy, a hand-written kernel.
@@ -126,7 +123,7 @@ BufferPlan decide_buffers(const std::vector<UOp>& roots) {
   std::unordered_map<UOp, size_t> position;
   for (size_t i = 0; i < topo.size(); ++i) position.emplace(topo[i], i);
 
-  const std::unordered_map<UOp, std::string> reader = reader_devices(topo);
+  const std::unordered_map<UOp, std::string> device = node_devices(topo, roots);
   BufferPlan plan;
   std::map<size_t, UOp> pending;  // by topological position; walked last first
   auto materialize = [&](const UOp& u) {
@@ -137,7 +134,7 @@ BufferPlan decide_buffers(const std::vector<UOp>& roots) {
     } else {
       int64_t count = 1;
       for (int64_t d : max_dims(shape_of(u))) count *= d;
-      plan.buffers.emplace(u, buffer_node(device_of(u, reader), u.dtype(), count));
+      plan.buffers.emplace(u, buffer_node(device.at(u), u.dtype(), count));
     }
     pending.emplace(position.at(u), u);
   };

@@ -150,3 +150,24 @@ TEST_CASE("a materialized graph of constants lives on its reader's device, not t
   for (const ScheduleItem& item : s.items)
     for (const UOp& b : item.buffers) CHECK(b.arg_as<BufferArg>().device == "NULL");
 }
+
+// Regression (Q6_K, Q3_K and Q2_K linears on DEV=AMD read host memory): a graph of constants that
+// gets a buffer inside a graph whose root is not an assignment took the default device, since
+// only buffers and assignments passed their device on to what they read; the kernel on the other
+// device then read a host address. Every buffer now lives where the kernel that reads it runs.
+TEST_CASE("a graph of constants given a buffer inside any kernel lives on that kernel's device") {
+  Tensor weight = Tensor::empty({4, 8}, dtypes::float32, "NULL");
+  // A materialized mask of constants (a CONTIGUOUS), and a reduce over constants that two kernels
+  // read (the scheduler's shared-reduce rule gives it a buffer).
+  Tensor mask = Tensor::full({4, 8}, true, dtypes::bool_, "NULL")
+                    .pad({{0, 0}, {2, 0}})
+                    .shrink({{0, 4}, {0, 8}})
+                    .contiguous();
+  Tensor sums = Tensor::ones({4, 8}, dtypes::float32, "NULL").sum({1});
+  Tensor a = mask.where(weight, 0.0f).sum({1}) * sums;
+  Tensor b = (weight * 2).sum({1}) + sums;
+  Schedule s = create_schedule({a.node(), b.node()});
+  REQUIRE(s.items.size() >= 3);
+  for (const ScheduleItem& item : s.items)
+    for (const UOp& buf : item.buffers) CHECK(buf.arg_as<BufferArg>().device == "NULL");
+}
