@@ -2,6 +2,8 @@
 // (wave32 register files, EXEC/VCC/SCC), workgroups (LDS, barrier), the dispatch (memory map,
 // kernarg, float mode) and the operand helpers every semantics file uses.
 #pragma once
+#include <fmt/format.h>
+
 #include <array>
 #include <bit>
 #include <cstdint>
@@ -70,6 +72,15 @@ class MemoryMap {
     if (it == ranges_.begin()) return false;
     --it;
     return addr >= it->first && addr + size <= it->first + it->second && addr + size >= addr;
+  }
+  /// Where addr lies against the nearest allocation below it ("N bytes past the end of the
+  /// allocation at 0x.. of S bytes"), for error messages.
+  std::string describe(uint64_t addr) const {
+    auto it = ranges_.upper_bound(addr);
+    if (it == ranges_.begin()) return "below every allocation";
+    --it;
+    return fmt::format("{} bytes past the end of the allocation at 0x{:x} of {} bytes",
+                       addr - (it->first + it->second), it->first, it->second);
   }
   /// The allocation holding addr, as [base, end) (0,0 if none).
   std::pair<uint64_t, uint64_t> range_of(uint64_t addr) const {

@@ -83,8 +83,8 @@ void Wave::check_global(const Inst& in, uint64_t addr, uint64_t size, int lane) 
     return;
   }
   fail(in, fmt::format("out-of-bounds access: lane {} address 0x{:x} size {} is not inside a "
-                       "live allocation",
-                       lane, addr, size));
+                       "live allocation ({})",
+                       lane, addr, size, dispatch->memory->describe(addr)));
 }
 
 std::string canonical_mnemonic(std::string_view name) {
