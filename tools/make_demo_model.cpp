@@ -30,6 +30,9 @@ Writes a Qwen-family GGUF with seeded random weights. Its output is meaningless.
   --arch NAME             qwen3 (default), qwen3moe, qwen35 (Gated DeltaNet hybrid), qwen35moe
   --type NAME             matrix type: F32, F16, Q8_0, Q2_K, Q4_K, IQ4_XS, ... (default F32);
                           norms stay F32
+  --preset NAME           each matrix the type llama-quantize's preset gives it: Q2_K, Q3_K_S,
+                          Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, IQ4_XS, IQ4_NL,
+                          Q4_0, Q5_0, Q8_0 (docs/quants.md#presets; instead of --type)
   --layers N              transformer blocks (default 2)
   --dim N                 embedding width (default 64)
   --heads N               query heads (default 4)
@@ -119,6 +122,8 @@ int run(int argc, char** argv) {
       o.expert_ffn_dim = parse_u32(flag, value);
     } else if (flag == "--shared-ffn") {
       o.shared_ffn_dim = parse_u32(flag, value);
+    } else if (flag == "--preset") {
+      o.preset = value;
     } else if (flag == "--type") {
       o.weight_type = ugrad::tools::parse_ggml_type(flag, value);
     } else if (flag == "--layers") {
@@ -159,7 +164,8 @@ int run(int argc, char** argv) {
       "wrote {}: {}, {} layers, dim {}, {}/{} heads of {}, ffn {}, vocab {}, {} weights, "
       "seed {}\n",
       output, arch_name(c.arch), c.n_layers, c.dim, c.n_heads, c.n_kv_heads, c.head_dim, c.ffn_dim,
-      c.vocab_size, format_of(o.weight_type).name, o.seed);
+      c.vocab_size,
+      o.preset.empty() ? std::string(format_of(o.weight_type).name) : o.preset + " preset", o.seed);
   if (c.hybrid) {
     uint32_t n_recurrent = 0;
     for (uint32_t i = 0; i < c.n_layers; ++i) n_recurrent += c.is_recurrent(i) ? 1 : 0;

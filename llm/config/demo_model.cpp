@@ -13,6 +13,7 @@
 
 #include "base/error.h"
 #include "llm/config/config.h"
+#include "llm/quant/presets.h"
 #include "llm/quant/quantize.h"
 #include "llm/tokenizer/byte_unicode.h"
 
@@ -114,12 +115,16 @@ void check_options(const DemoModelOptions& o, size_t n_tokens) {
   if (!can_quantize(o.weight_type)) {
     fail("demo model: weight type {} cannot be written", format_of(o.weight_type).name);
   }
-  // Quant blocks run along ne0, the input width of each matrix.
-  check_blocks("dim (input of attn_q/k/v, ffn_gate/up, rows of token_embd)", o.dim, o.weight_type);
-  check_blocks("n_heads*head_dim (input of attn_output)", uint64_t{o.n_heads} * o.head_dim,
-               o.weight_type);
+  if (!o.preset.empty()) preset_named(o.preset);  // an Error names an unknown preset
+  // Quant blocks run along ne0, the input width of each matrix (a preset picks types that fit,
+  // or names the tensor they do not).
+  const auto blocks = [&](std::string_view what, uint64_t n) {
+    if (o.preset.empty()) check_blocks(what, n, o.weight_type);
+  };
+  blocks("dim (input of attn_q/k/v, ffn_gate/up, rows of token_embd)", o.dim);
+  blocks("n_heads*head_dim (input of attn_output)", uint64_t{o.n_heads} * o.head_dim);
   const bool moe = o.arch == ModelArch::kQwen3Moe || o.arch == ModelArch::kQwen35Moe;
-  if (!moe) check_blocks("ffn_dim (input of ffn_down)", o.ffn_dim, o.weight_type);
+  if (!moe) blocks("ffn_dim (input of ffn_down)", o.ffn_dim);
   if (moe) {
     check_positive("n_experts", o.n_experts);
     check_positive("n_experts_used", o.n_experts_used);
@@ -127,10 +132,10 @@ void check_options(const DemoModelOptions& o, size_t n_tokens) {
     if (o.n_experts_used > o.n_experts) {
       fail("demo model: n_experts_used = {} exceeds n_experts = {}", o.n_experts_used, o.n_experts);
     }
-    check_blocks("expert_ffn_dim (input of ffn_down_exps)", o.expert_ffn_dim, o.weight_type);
+    blocks("expert_ffn_dim (input of ffn_down_exps)", o.expert_ffn_dim);
     if (o.arch == ModelArch::kQwen35Moe) {
       check_positive("shared_ffn_dim", o.shared_ffn_dim);
-      check_blocks("shared_ffn_dim (input of ffn_down_shexp)", o.shared_ffn_dim, o.weight_type);
+      blocks("shared_ffn_dim (input of ffn_down_shexp)", o.shared_ffn_dim);
     }
   }
   if (o.arch == ModelArch::kQwen35 || o.arch == ModelArch::kQwen35Moe) {
@@ -149,8 +154,8 @@ void check_options(const DemoModelOptions& o, size_t n_tokens) {
       fail("demo model: n_rot = {} must be even, positive and at most head_dim = {}", n_rot,
            o.head_dim);
     }
-    check_blocks("ssm_value_heads*ssm_value_head_dim (input of ssm_out)",
-                 uint64_t{o.ssm_value_heads} * o.ssm_value_head_dim, o.weight_type);
+    blocks("ssm_value_heads*ssm_value_head_dim (input of ssm_out)",
+           uint64_t{o.ssm_value_heads} * o.ssm_value_head_dim);
   } else if (o.arch != ModelArch::kQwen3 && o.arch != ModelArch::kQwen3Moe) {
     internal_error("demo model: unknown ModelArch {}", static_cast<int>(o.arch));
   }
@@ -186,6 +191,22 @@ void add_random(GgufWriter& w, const std::string& name, std::vector<uint64_t> di
   for (uint64_t r = drawn; r < n_rows; ++r)  // the drawn rows repeated
     std::memcpy(bytes.data() + r * row_size, bytes.data() + (r % drawn) * row_size, row_size);
   w.add_tensor(name, std::move(dims), type, std::move(bytes));
+}
+
+// The type of the matrix `name` whose rows hold ne0 values: the preset's rule, else weight_type.
+GgmlType matrix_type(const DemoModelOptions& o, std::string_view name, uint64_t ne0) {
+  if (o.preset.empty()) return o.weight_type;
+  const bool hybrid = o.arch == ModelArch::kQwen35 || o.arch == ModelArch::kQwen35Moe;
+  const PresetModel model{o.n_layers + (hybrid ? o.nextn_layers : 0), o.n_heads / o.n_kv_heads,
+                          o.tied_output};
+  return preset_type(preset_named(o.preset), name, ne0, model);
+}
+
+// Adds a matrix (its type: matrix_type) of normal(0, std) values.
+void add_matrix(GgufWriter& w, const std::string& name, std::vector<uint64_t> dims, double std,
+                const DemoModelOptions& o) {
+  const GgmlType type = matrix_type(o, name, dims[0]);
+  add_random(w, name, std::move(dims), type, 0.0, std, o);
 }
 
 // Adds an F32 tensor of `n` values f(normal(0, 1)), seeded by its name.
@@ -350,12 +371,11 @@ double fan_in_std(uint64_t fan_in) { return 1.0 / std::sqrt(double(fan_in)); }
 void add_attention(GgufWriter& w, const DemoModelOptions& o, uint32_t i, bool gated) {
   const uint64_t dim = o.dim, q_dim = uint64_t{o.n_heads} * o.head_dim,
                  kv_dim = uint64_t{o.n_kv_heads} * o.head_dim;
-  const GgmlType wt = o.weight_type;
   const auto name = [&](std::string_view role) { return layer_tensor_name(i, role); };
-  add_random(w, name("attn_q"), {dim, (gated ? 2 : 1) * q_dim}, wt, 0.0, fan_in_std(dim), o);
-  add_random(w, name("attn_k"), {dim, kv_dim}, wt, 0.0, fan_in_std(dim), o);
-  add_random(w, name("attn_v"), {dim, kv_dim}, wt, 0.0, fan_in_std(dim), o);
-  add_random(w, name("attn_output"), {q_dim, dim}, wt, 0.0, fan_in_std(q_dim), o);
+  add_matrix(w, name("attn_q"), {dim, (gated ? 2 : 1) * q_dim}, fan_in_std(dim), o);
+  add_matrix(w, name("attn_k"), {dim, kv_dim}, fan_in_std(dim), o);
+  add_matrix(w, name("attn_v"), {dim, kv_dim}, fan_in_std(dim), o);
+  add_matrix(w, name("attn_output"), {q_dim, dim}, fan_in_std(q_dim), o);
   add_norm(w, name("attn_q_norm"), o.head_dim, o);
   add_norm(w, name("attn_k_norm"), o.head_dim, o);
 }
@@ -367,43 +387,41 @@ void add_gdn(GgufWriter& w, const DemoModelOptions& o, uint32_t i) {
   const uint64_t dim = o.dim, hv = o.ssm_value_heads;
   const uint64_t value_dim = hv * o.ssm_value_head_dim;
   const uint64_t conv_dim = 2 * uint64_t{o.ssm_key_heads} * o.ssm_key_head_dim + value_dim;
-  const GgmlType wt = o.weight_type;
   const auto name = [&](std::string_view role) { return layer_tensor_name(i, role); };
-  add_random(w, name("attn_qkv"), {dim, conv_dim}, wt, 0.0, fan_in_std(dim), o);
-  add_random(w, name("attn_gate"), {dim, value_dim}, wt, 0.0, fan_in_std(dim), o);
+  add_matrix(w, name("attn_qkv"), {dim, conv_dim}, fan_in_std(dim), o);
+  add_matrix(w, name("attn_gate"), {dim, value_dim}, fan_in_std(dim), o);
   add_random(w, name("ssm_conv1d"), {o.conv_kernel, conv_dim}, GgmlType::F32, 0.0,
              fan_in_std(o.conv_kernel), o);
   add_f32(w, fmt::format("blk.{}.ssm_dt.bias", i), hv, o.seed, [](double r) { return r; });
   add_f32(w, fmt::format("blk.{}.ssm_a", i), hv, o.seed,
           [](double r) { return -std::exp(kALogMean + kALogStd * r); });
-  add_random(w, name("ssm_beta"), {dim, hv}, wt, 0.0, fan_in_std(dim), o);
-  add_random(w, name("ssm_alpha"), {dim, hv}, wt, 0.0, fan_in_std(dim), o);
+  add_matrix(w, name("ssm_beta"), {dim, hv}, fan_in_std(dim), o);
+  add_matrix(w, name("ssm_alpha"), {dim, hv}, fan_in_std(dim), o);
   add_norm(w, name("ssm_norm"), o.ssm_value_head_dim, o);
-  add_random(w, name("ssm_out"), {value_dim, dim}, wt, 0.0, fan_in_std(value_dim), o);
+  add_matrix(w, name("ssm_out"), {value_dim, dim}, fan_in_std(value_dim), o);
 }
 
 // Dense SwiGLU, or router + experts (+ shared expert and its gate for qwen35moe)
 // (docs/qwen.md#moe-ffn).
 void add_ffn(GgufWriter& w, const DemoModelOptions& o, uint32_t i) {
   const uint64_t dim = o.dim;
-  const GgmlType wt = o.weight_type;
   const auto name = [&](std::string_view role) { return layer_tensor_name(i, role); };
   if (o.arch == ModelArch::kQwen3 || o.arch == ModelArch::kQwen35) {
     const uint64_t ffn = o.ffn_dim;
-    add_random(w, name("ffn_gate"), {dim, ffn}, wt, 0.0, fan_in_std(dim), o);
-    add_random(w, name("ffn_up"), {dim, ffn}, wt, 0.0, fan_in_std(dim), o);
-    add_random(w, name("ffn_down"), {ffn, dim}, wt, 0.0, fan_in_std(ffn), o);
+    add_matrix(w, name("ffn_gate"), {dim, ffn}, fan_in_std(dim), o);
+    add_matrix(w, name("ffn_up"), {dim, ffn}, fan_in_std(dim), o);
+    add_matrix(w, name("ffn_down"), {ffn, dim}, fan_in_std(ffn), o);
     return;
   }
   const uint64_t e = o.n_experts, f = o.expert_ffn_dim, s = o.shared_ffn_dim;
   add_random(w, name("ffn_gate_inp"), {dim, e}, GgmlType::F32, 0.0, fan_in_std(dim), o);
-  add_random(w, name("ffn_gate_exps"), {dim, f, e}, wt, 0.0, fan_in_std(dim), o);
-  add_random(w, name("ffn_up_exps"), {dim, f, e}, wt, 0.0, fan_in_std(dim), o);
-  add_random(w, name("ffn_down_exps"), {f, dim, e}, wt, 0.0, fan_in_std(f), o);
+  add_matrix(w, name("ffn_gate_exps"), {dim, f, e}, fan_in_std(dim), o);
+  add_matrix(w, name("ffn_up_exps"), {dim, f, e}, fan_in_std(dim), o);
+  add_matrix(w, name("ffn_down_exps"), {f, dim, e}, fan_in_std(f), o);
   if (o.arch != ModelArch::kQwen35Moe) return;
-  add_random(w, name("ffn_gate_shexp"), {dim, s}, wt, 0.0, fan_in_std(dim), o);
-  add_random(w, name("ffn_up_shexp"), {dim, s}, wt, 0.0, fan_in_std(dim), o);
-  add_random(w, name("ffn_down_shexp"), {s, dim}, wt, 0.0, fan_in_std(s), o);
+  add_matrix(w, name("ffn_gate_shexp"), {dim, s}, fan_in_std(dim), o);
+  add_matrix(w, name("ffn_up_shexp"), {dim, s}, fan_in_std(dim), o);
+  add_matrix(w, name("ffn_down_shexp"), {s, dim}, fan_in_std(s), o);
   add_random(w, name("ffn_gate_inp_shexp"), {dim}, GgmlType::F32, 0.0, fan_in_std(dim), o);
 }
 
@@ -415,8 +433,7 @@ void add_mtp_block(GgufWriter& w, const DemoModelOptions& o, uint32_t i) {
   add_attention(w, o, i, /*gated=*/true);
   add_norm(w, layer_tensor_name(i, "post_attention_norm"), dim, o);
   add_ffn(w, o, i);
-  add_random(w, layer_tensor_name(i, "nextn.eh_proj"), {2 * dim, dim}, o.weight_type, 0.0,
-             fan_in_std(2 * dim), o);
+  add_matrix(w, layer_tensor_name(i, "nextn.eh_proj"), {2 * dim, dim}, fan_in_std(2 * dim), o);
   add_norm(w, layer_tensor_name(i, "nextn.enorm"), dim, o);
   add_norm(w, layer_tensor_name(i, "nextn.hnorm"), dim, o);
 }
@@ -468,10 +485,11 @@ GgufWriter build_demo_model(const DemoModelOptions& o) {
   GgufWriter w;
   w.set_string("general.architecture", arch);
   w.set_string("general.type", "model");
-  w.set_string("general.name", !o.name.empty()
-                                   ? o.name
-                                   : fmt::format("ugrad demo {} {}L-{}d {} (random weights)", arch,
-                                                 o.n_layers, o.dim, format_of(wt).name));
+  w.set_string("general.name",
+               !o.name.empty()
+                   ? o.name
+                   : fmt::format("ugrad demo {} {}L-{}d {} (random weights)", arch, o.n_layers,
+                                 o.dim, o.preset.empty() ? format_of(wt).name : o.preset));
   w.set_string("general.description",
                !o.description.empty()
                    ? o.description
@@ -481,8 +499,9 @@ GgufWriter build_demo_model(const DemoModelOptions& o) {
                                  o.arch == ModelArch::kQwen3 ? std::string_view("Qwen3") : arch));
   w.set_u32("general.quantization_version", kGgmlQuantizationVersion);
   for (const auto& [type, ftype] : kFileTypes) {
-    if (type == wt) w.set_u32("general.file_type", ftype);
+    if (type == wt && o.preset.empty()) w.set_u32("general.file_type", ftype);
   }
+  if (!o.preset.empty()) w.set_u32("general.file_type", preset_named(o.preset).file_type);
   w.set_u32(key("block_count"), n_blocks);
   w.set_u32(key("context_length"), o.context_length);
   w.set_u32(key("embedding_length"), o.dim);
@@ -498,7 +517,7 @@ GgufWriter build_demo_model(const DemoModelOptions& o) {
   if (o.arch != ModelArch::kQwen3) write_arch_keys(w, o, arch);
   write_tokenizer(w, vocab, o);
 
-  add_random(w, "token_embd.weight", {dim, n_vocab}, wt, 0.0, fan_in_std(dim), o);
+  add_matrix(w, "token_embd.weight", {dim, n_vocab}, fan_in_std(dim), o);
   // qwen35* name the pre-FFN norm post_attention_norm (docs/qwen.md#qwen35-tensors).
   const std::string_view ffn_norm = hybrid ? "post_attention_norm" : "ffn_norm";
   for (uint32_t i = 0; i < o.n_layers; ++i) {
@@ -514,7 +533,7 @@ GgufWriter build_demo_model(const DemoModelOptions& o) {
   for (uint32_t i = o.n_layers; i < n_blocks; ++i) add_mtp_block(w, o, i);
   add_norm(w, "output_norm.weight", dim, o);
   if (!o.tied_output) {
-    add_random(w, "output.weight", {dim, n_vocab}, wt, 0.0, fan_in_std(dim), o);
+    add_matrix(w, "output.weight", {dim, n_vocab}, fan_in_std(dim), o);
   }
   for (const auto& [name, values] : o.weights)
     if (!w.has_tensor(name))

@@ -34,6 +34,9 @@ struct DemoModelOptions {
   float rms_eps = 1e-6f;
   /// Type of every matrix (token_embd, output, projections); norms stay F32 as in llama.cpp.
   GgmlType weight_type = GgmlType::F32;
+  /// A llama-quantize preset ("Q4_K_M", "IQ4_XS", ...; llm/quant/presets.h): each matrix gets the
+  /// type llama-quantize gives it (the file's real type mixture) instead of weight_type.
+  std::string preset;
   /// No output.weight: logits use token_embd (as Qwen3-0.6B/1.7B/4B).
   bool tied_output = true;
   uint64_t seed = 0;
