@@ -6,13 +6,19 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "base/env.h"
 #include "llm/config/demo_model.h"
 #include "llm/kernels/int8_units.h"
+#include "llm/models/layers.h"
 #include "llm/models/model.h"
+#include "llm/quant/dequantize.h"
 #include "llm/quant/formats.h"
+#include "llm/quant/lazy_dequant.h"
 #include "llm/quant/linear_int8.h"
+#include "llm/quant/presets.h"
+#include "llm/quant/quantize.h"
 #include "runtime/device_features.h"
 #include "test/llm/models/models_test_util.h"
 #include "test/llm/reference/qwen35_reference.h"
@@ -86,6 +92,29 @@ void check_on_device(const DemoModelOptions& options) {
   }
 }
 
+// A file of llama-quantize's `preset` (its tensor-type mixture, llm/quant/presets.h) on the device
+// under test and on the CPU: a 5-token prefill chunk, then greedy decode steps that feed both the
+// CPU's choice. The ids agree up to the first near-tie, the logits within the int8 tolerance.
+void check_preset_on_device(const DemoModelOptions& options) {
+  const std::string device = knob_str(Knob::DEV);
+  REQUIRE_MESSAGE(device != "CPU", "this suite compares DEV with the CPU: set DEV (e.g. AMD)");
+  GgufFile file = test::demo_gguf(options);
+  std::unique_ptr<LanguageModel> dev = load_model(file, kContext, device),
+                                 cpu = load_model(file, kContext, "CPU");
+  std::vector<int32_t> tokens{9, 70, 13, 57, 5};
+  std::span<const int32_t> chunk = tokens;
+  for (int64_t pos = 0; pos < 7; pos += static_cast<int64_t>(chunk.size())) {
+    CAPTURE(pos);
+    std::vector<float> got = dev->forward(chunk, pos).to_vector<float>();
+    std::vector<float> on_cpu = cpu->forward(chunk, pos).to_vector<float>();
+    CHECK(rel_err(got, on_cpu) < kInt8Tol);
+    if (top2_margin(on_cpu) < kNearTie) break;
+    REQUIRE(argmax(got) == argmax(on_cpu));
+    tokens.push_back(argmax(on_cpu));
+    chunk = std::span<const int32_t>(tokens).last(1);
+  }
+}
+
 DemoModelOptions hybrid(ModelArch arch, GgmlType type, uint64_t seed) {
   DemoModelOptions o = test::small_model(arch, type, seed);
   o.n_layers = 4;
@@ -124,4 +153,65 @@ TEST_CASE("device: qwen35moe Q4_K") {
   o.expert_ffn_dim = 256;
   o.shared_ffn_dim = 256;
   check_on_device<test::ReferenceQwen35>(o);
+}
+
+// llama-quantize's presets at two shapes: rows of 256 (Q6_K's and Q3_K's rows are not whole
+// words, so their linears take the generic path; a tied Q6_K head), and one whose every matrix
+// the hand-written kernels take (rows of 512, 4 query heads per KV head: the n_gqa rules; an
+// untied head); 2 blocks, so that the layer rules give each a different type (Q4_K_M: Q4_K, then
+// Q6_K). Q4_K_M and IQ4_XS also as a Qwen3.5 hybrid (attn_qkv under the value projection's
+// rule). One CTest per preset (--subcase=NAME*).
+TEST_CASE("device: llama.cpp presets") {
+  for (const QuantPreset& p : quant_presets()) {
+    DemoModelOptions o = test::small_model(ModelArch::kQwen3, GgmlType::F32, 21);
+    o.preset = p.name;
+    if (p.name == "Q4_K_M" || p.name == "IQ4_XS") {
+      SUBCASE((std::string(p.name) + " hybrid").c_str()) {
+        DemoModelOptions h = hybrid(ModelArch::kQwen35, GgmlType::F32, 22);
+        h.preset = p.name;
+        check_preset_on_device(h);
+      }
+    }
+    SUBCASE((std::string(p.name) + " rows of 256").c_str()) {
+      o.ffn_dim = 256;
+      check_preset_on_device(o);
+    }
+    SUBCASE((std::string(p.name) + " kernel shapes").c_str()) {
+      o.dim = 512;
+      o.n_heads = 8;
+      o.ffn_dim = 512;
+      o.tied_output = false;
+      check_preset_on_device(o);
+    }
+  }
+}
+
+// The token embedding of every type the linears read: the rows the tokens pick (dequantized on
+// the host, only those rows), on the device, equal to the reference dequantizer's bit for bit,
+// and padded with zero rows.
+TEST_CASE("device: embedding rows of every type") {
+  const std::string device = knob_str(Knob::DEV);
+  for (const QuantFormat& f : all_formats()) {
+    if (!can_dequantize_lazy(f.type)) continue;
+    CAPTURE(f.name);
+    const int64_t dim = 256, vocab = 40;
+    std::vector<float> src(static_cast<size_t>(dim * vocab));
+    for (size_t i = 0; i < src.size(); ++i) src[i] = std::sin(0.11f * float(i)) * 0.3f;
+    std::vector<uint8_t> bytes(row_bytes(f.type, dim) * vocab);
+    quantize(f.type, src, bytes);
+    std::vector<float> table(src.size());
+    dequantize(f.type, bytes, table);
+    GgufTensor t;
+    t.name = "token_embd.weight";
+    t.dims = {static_cast<uint64_t>(dim), static_cast<uint64_t>(vocab)};
+    t.type = f.type;
+    t.nbytes = bytes.size();
+    t.data = bytes;
+    const std::vector<int32_t> tokens{3, 0, 39, 3};
+    const std::vector<float> got = embed_rows(t, tokens, 5, device).to_vector<float>();
+    REQUIRE(got.size() == static_cast<size_t>(5 * dim));
+    for (size_t r = 0; r < 5; ++r)
+      for (int64_t k = 0; k < dim; ++k)
+        REQUIRE(got[r * dim + k] == (r < tokens.size() ? table[tokens[r] * dim + k] : 0.0f));
+  }
 }
