@@ -221,7 +221,10 @@ TEST_CASE("one prefill graph serves every chunk length") {
                  .to_vector<float>();
     pos += lengths[i];
     CAPTURE(pos);
-    CHECK(rel_err(got, want) < 1e-4);
+    // float32 sums in other orders (a chunk's GEMMs against one row's matvecs): below 1e-4 with
+    // AVX-512's 16-wide vectors, 1.23e-4 at position 14 with AVX2's 8-wide ones (AMD EPYC, no
+    // AVX-512); a padded row leaking into a real one, or a stale cache row, is off by order 1.
+    CHECK(rel_err(got, want) < 2e-4);
   }
   CHECK(jit_stats().schedules == 0);
   CHECK(jit_stats().compiles == 0);
