@@ -12,7 +12,7 @@
 
 #include "base/env.h"
 #include "base/error.h"
-#include "runtime/sha256.h"
+#include "base/sha256.h"
 
 namespace ugrad {
 namespace {

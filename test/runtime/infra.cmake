@@ -3,5 +3,4 @@ ugrad_test(test_runtime_core
     ${CMAKE_CURRENT_LIST_DIR}/test_thread_pool.cpp
     ${CMAKE_CURRENT_LIST_DIR}/test_allocator.cpp
     ${CMAKE_CURRENT_LIST_DIR}/test_program_cache.cpp
-    ${CMAKE_CURRENT_LIST_DIR}/test_sha256.cpp
   DEPS ugrad_runtime_core)

@@ -1,8 +1,9 @@
-// SHA-256 (FIPS 180-4), for content-addressed cache keys.
+// SHA-256 (OpenSSL's), for content-addressed cache keys and downloaded files' checksums.
 #pragma once
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -19,16 +20,11 @@ class Sha256 {
   void update(const void* data, size_t size);
   /// Appends the bytes of `text` to the message.
   void update(std::string_view text) { update(text.data(), text.size()); }
-  /// Pads the message and returns its digest; the object must not be updated afterwards.
+  /// The message's digest; the object must not be updated afterwards.
   Sha256Digest finish();
 
  private:
-  void compress(const uint8_t* block);
-
-  std::array<uint32_t, 8> state_;
-  std::array<uint8_t, 64> block_{};
-  size_t block_len_ = 0;
-  uint64_t total_bytes_ = 0;
+  std::shared_ptr<void> ctx_;  // OpenSSL's EVP_MD_CTX
   bool finished_ = false;
 };
 

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "runtime/sha256.h"
+#include "base/sha256.h"
 
 using namespace ugrad;
 
