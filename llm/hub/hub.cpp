@@ -1,20 +1,19 @@
 #include "llm/hub/hub.h"
 
 #include <curl/curl.h>
-#include <openssl/evp.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <map>
 #include <memory>
 #include <set>
 
 #include "base/env.h"
 #include "base/error.h"
 #include "base/quote.h"
+#include "base/sha256.h"
 
 namespace ugrad::llm {
 namespace fs = std::filesystem;
@@ -48,27 +47,6 @@ void write_text(const fs::path& p, const std::string& s) {
   if (!out.flush()) fail("hub: cannot write {}", quote(p.string()));
 }
 
-// SHA-256 as bytes arrive (OpenSSL's).
-class Sha256 {
- public:
-  Sha256() : ctx_(EVP_MD_CTX_new(), EVP_MD_CTX_free) {
-    if (!ctx_ || EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr) != 1)
-      fail("hub: OpenSSL cannot start a SHA-256");
-  }
-  void add(const void* data, size_t n) { EVP_DigestUpdate(ctx_.get(), data, n); }
-  std::string hex() {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    EVP_DigestFinal_ex(ctx_.get(), md, &n);
-    std::string s;
-    for (unsigned int i = 0; i < n; ++i) s += fmt::format("{:02x}", md[i]);
-    return s;
-  }
-
- private:
-  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx_;
-};
-
 // One libcurl easy handle with the options every request shares.
 class Request {
  public:
@@ -81,8 +59,6 @@ class Request {
     // A stalled transfer (under 1 byte/s for 60 s) fails instead of hanging.
     set(CURLOPT_LOW_SPEED_LIMIT, 1L);
     set(CURLOPT_LOW_SPEED_TIME, 60L);
-    set(CURLOPT_HEADERFUNCTION, &Request::on_header);
-    set(CURLOPT_HEADERDATA, this);
     set(CURLOPT_ERRORBUFFER, error_);
   }
   ~Request() {
@@ -96,7 +72,6 @@ class Request {
   // Runs it: the libcurl result; status() and the headers after.
   CURLcode perform() {
     if (headers_) set(CURLOPT_HTTPHEADER, headers_);
-    received_.clear();
     return curl_easy_perform(curl_.get());
   }
   long status() const {
@@ -109,30 +84,18 @@ class Request {
     curl_easy_getinfo(curl_.get(), CURLINFO_REDIRECT_URL, &url);
     return url ? url : "";
   }
-  // A response header's value (the last response's; names in lower case).
-  std::string received(const std::string& name) const {
-    auto it = received_.find(name);
-    return it == received_.end() ? "" : it->second;
+  // A response header's value, "" when absent: the last response's (after redirects), the name
+  // in any case (libcurl's parsing).
+  std::string received(const char* name) const {
+    curl_header* h = nullptr;
+    if (curl_easy_header(curl_.get(), name, 0, CURLH_HEADER, -1, &h) != CURLHE_OK) return "";
+    return h->value;
   }
   std::string error(CURLcode code) const { return error_[0] ? error_ : curl_easy_strerror(code); }
 
  private:
-  static size_t on_header(char* data, size_t size, size_t n, void* self) {
-    auto* r = static_cast<Request*>(self);
-    std::string line(data, size * n);
-    if (line.rfind("HTTP/", 0) == 0) r->received_.clear();  // a new response (redirects)
-    const size_t colon = line.find(':');
-    if (colon != std::string::npos) {
-      std::string key = line.substr(0, colon), value = line.substr(colon + 1);
-      for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      const size_t b = value.find_first_not_of(" \t"), e = value.find_last_not_of(" \t\r\n");
-      r->received_[key] = b == std::string::npos ? "" : value.substr(b, e - b + 1);
-    }
-    return size * n;
-  }
   std::unique_ptr<CURL, void (*)(CURL*)> curl_;
   curl_slist* headers_ = nullptr;
-  std::map<std::string, std::string> received_;
   char error_[CURL_ERROR_SIZE] = {};
 };
 
@@ -206,7 +169,7 @@ size_t on_body(char* data, size_t size, size_t n, void* p) {
     t->write_errno = errno ? errno : EIO;
     return 0;  // aborts the transfer
   }
-  t->sha->add(data, bytes);
+  t->sha->update(data, bytes);
   return bytes;
 }
 
@@ -260,7 +223,7 @@ fs::path download(const HubFile& f, const ProgressFn& progress) {
     if (std::ifstream in{part, std::ios::binary}) {
       std::vector<char> buf(1 << 20);
       while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0) {
-        sha.add(buf.data(), static_cast<size_t>(in.gcount()));
+        sha.update(buf.data(), static_cast<size_t>(in.gcount()));
         have += static_cast<uint64_t>(in.gcount());
       }
     }
@@ -305,7 +268,7 @@ fs::path download(const HubFile& f, const ProgressFn& progress) {
       check_status(r.status(), f, "downloading");
     }
     const uint64_t got = fs::file_size(part);
-    const std::string digest = sha.hex();
+    const std::string digest = to_hex(sha.finish());
     if ((remote.size && got != remote.size) || digest != remote.sha256) {
       fs::remove(part);
       fail(
