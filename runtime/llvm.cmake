@@ -5,7 +5,7 @@ ugrad_component(ugrad_llvm_backend
   SOURCES
     ${_llvm_dir}/llvm_target.cpp ${_llvm_dir}/llvm_compile.cpp ${_llvm_dir}/llvm_disasm.cpp
     ${_llvm_dir}/cpu_jit.cpp
-    ${_llvm_dir}/amd/amd_msgpack.cpp ${_llvm_dir}/amd/amd_code_object.cpp ${_llvm_dir}/amd/amd_link.cpp
+    ${_llvm_dir}/amd/amd_code_object.cpp ${_llvm_dir}/amd/amd_link.cpp
     ${_llvm_dir}/amd/amd_compile.cpp ${_llvm_dir}/amd/amd_kernargs.cpp
     ${_llvm_dir}/amd/hip_api.cpp ${_llvm_dir}/amd/hip_device.cpp
   DEPS ugrad_uop

@@ -1,23 +1,24 @@
 #include "runtime/amd/amd_code_object.h"
 
+#include <llvm/BinaryFormat/ELF.h>
+#include <llvm/BinaryFormat/MsgPackDocument.h>
+#include <llvm/Object/ELF.h>
+
 #include <algorithm>
 #include <cstring>
 
 #include "base/error.h"
-#include "runtime/amd/amd_msgpack.h"
 
 namespace ugrad {
 
 namespace {
 
-// ELF64 constants (System V gABI; AMDGPU values from the LLVM AMDGPUUsage document).
-constexpr uint16_t kEtDyn = 3;
-constexpr uint16_t kEmAmdgpu = 224;
-constexpr uint8_t kOsAbiAmdgpuHsa = 64;
-constexpr uint32_t kShtSymtab = 2, kShtNote = 7, kShtNobits = 8, kShtDynsym = 11;
-constexpr uint32_t kNtAmdgpuMetadata = 32;
-constexpr uint32_t kEfAmdgpuMach = 0xff;
-constexpr size_t kEhdrSize = 64, kShdrSize = 64, kSymSize = 24, kKernelDescriptorSize = 64;
+// The ELF file is read by LLVM's reader (llvm/Object/ELF.h), which checks every offset and size
+// it reads against the file; the metadata note by LLVM's MessagePack reader.
+using Elf = llvm::object::ELF64LEFile;
+using llvm::msgpack::DocNode;
+
+constexpr size_t kKernelDescriptorSize = 64;
 constexpr uint32_t kMaxLds = 64 * 1024;
 
 struct MachName {
@@ -29,50 +30,12 @@ constexpr MachName kMachNames[] = {
     {0x048, "gfx1200"}, {0x04e, "gfx1201"},
 };
 
-struct Section {
-  std::string name;
-  uint32_t type = 0;
-  uint64_t addr = 0, offset = 0, size = 0;
-  uint32_t link = 0;
-  uint64_t entsize = 0;
-};
-
-// Bounds-checked little-endian reads from the file image.
-class Image {
- public:
-  Image(std::span<const uint8_t> bytes, std::string_view what) : bytes_(bytes), what_(what) {}
-  void need(uint64_t offset, uint64_t size, std::string_view field) const {
-    if (offset > bytes_.size() || size > bytes_.size() - offset)
-      fail("amdgpu: {}: {} at byte {} (+{}) is outside the file ({} bytes)", what_, field, offset,
-           size, bytes_.size());
-  }
-  template <typename T>
-  T read(uint64_t offset, std::string_view field) const {
-    need(offset, sizeof(T), field);
-    T v;
-    std::memcpy(&v, bytes_.data() + offset, sizeof(T));
-    return v;
-  }
-  std::span<const uint8_t> slice(uint64_t offset, uint64_t size, std::string_view field) const {
-    need(offset, size, field);
-    return bytes_.subspan(offset, size);
-  }
-  std::string cstr(uint64_t table_offset, uint64_t table_size, uint32_t index,
-                   std::string_view field) const {
-    if (index >= table_size)
-      fail("amdgpu: {}: {} name index {} is outside its string table", what_, field, index);
-    auto table = slice(table_offset, table_size, field);
-    auto begin = table.begin() + index;
-    auto end = std::find(begin, table.end(), uint8_t{0});
-    if (end == table.end()) fail("amdgpu: {}: {} name is not NUL-terminated", what_, field);
-    return std::string(begin, end);
-  }
-  std::string_view what() const { return what_; }
-
- private:
-  std::span<const uint8_t> bytes_;
-  std::string_view what_;
-};
+// The value of an LLVM Expected, or an Error naming `what` and the field with LLVM's message.
+template <typename T>
+T take(llvm::Expected<T> v, std::string_view what, std::string_view field) {
+  if (!v) fail("amdgpu: {}: {}: {}", what, field, llvm::toString(v.takeError()));
+  return std::move(*v);
+}
 
 AmdArgKind arg_kind_of(std::string_view s) {
   static constexpr std::pair<std::string_view, AmdArgKind> kKinds[] = {
@@ -96,26 +59,49 @@ AmdArgKind arg_kind_of(std::string_view s) {
   return s.starts_with("hidden_") ? AmdArgKind::HiddenOther : AmdArgKind::Other;
 }
 
-uint32_t u32_field(const MsgPackValue& map, std::string_view key, std::string_view what,
-                   bool required, uint32_t fallback = 0) {
-  const MsgPackValue* v = map.find(key);
+// The value at `key` of a metadata map; nullptr if absent or `map` is not a map.
+const DocNode* field(DocNode map, std::string_view key) {
+  if (!map.isMap()) return nullptr;
+  auto& m = map.getMap();
+  auto it = m.find(llvm::StringRef(key.data(), key.size()));
+  return it == m.end() ? nullptr : &it->second;
+}
+
+uint64_t as_uint(const DocNode& v, std::string_view what) {
+  if (v.getKind() == llvm::msgpack::Type::UInt) return v.getUInt();
+  if (v.getKind() == llvm::msgpack::Type::Int && v.getInt() >= 0)
+    return static_cast<uint64_t>(v.getInt());
+  fail("amdgpu: {} is not a non-negative integer", what);
+}
+
+uint32_t u32_field(const DocNode& map, std::string_view key, std::string_view what, bool required,
+                   uint32_t fallback = 0) {
+  const DocNode* v = field(map, key);
   if (!v) {
     if (required) fail("amdgpu: {}: metadata lacks {}", what, key);
     return fallback;
   }
-  uint64_t u = v->as_uint(fmt::format("{} {}", what, key));
+  uint64_t u = as_uint(*v, fmt::format("{} {}", what, key));
   if (u > UINT32_MAX) fail("amdgpu: {}: metadata {} = {} does not fit 32 bits", what, key, u);
   return static_cast<uint32_t>(u);
 }
 
-std::string str_field(const MsgPackValue& map, std::string_view key, std::string_view what) {
-  const MsgPackValue* v = map.find(key);
-  return v ? v->as_str(fmt::format("{} {}", what, key)) : std::string();
+std::string str_field(const DocNode& map, std::string_view key, std::string_view what) {
+  const DocNode* v = field(map, key);
+  if (!v) return std::string();
+  if (!v->isString()) fail("amdgpu: {} {} is not a string", what, key);
+  return v->getString().str();
 }
 
-AmdKernelInfo kernel_of_metadata(const MsgPackValue& k, std::string_view what) {
-  if (k.kind != MsgPackValue::Kind::Map)
-    fail("amdgpu: {}: amdhsa.kernels entry is not a map", what);
+// The elements of an array node ("what" names it in the error when it is not one).
+std::vector<DocNode> elements(DocNode v, std::string_view what) {
+  if (!v.isArray()) fail("amdgpu: {} is not an array", what);
+  auto& a = v.getArray();
+  return std::vector<DocNode>(a.begin(), a.end());
+}
+
+AmdKernelInfo kernel_of_metadata(const DocNode& k, std::string_view what) {
+  if (!k.isMap()) fail("amdgpu: {}: amdhsa.kernels entry is not a map", what);
   AmdKernelInfo info;
   info.name = str_field(k, ".name", what);
   if (info.name.empty()) fail("amdgpu: {}: a kernel has no .name", what);
@@ -131,10 +117,9 @@ AmdKernelInfo kernel_of_metadata(const MsgPackValue& k, std::string_view what) {
   info.sgpr_spill_count = u32_field(k, ".sgpr_spill_count", kw, false);
   info.vgpr_spill_count = u32_field(k, ".vgpr_spill_count", kw, false);
   info.max_flat_workgroup_size = u32_field(k, ".max_flat_workgroup_size", kw, true);
-  if (const MsgPackValue* args = k.find(".args")) {
-    if (args->kind != MsgPackValue::Kind::Array) fail("amdgpu: {}: .args is not an array", kw);
-    for (const MsgPackValue& a : args->array) {
-      if (a.kind != MsgPackValue::Kind::Map) fail("amdgpu: {}: an .args entry is not a map", kw);
+  if (const DocNode* args = field(k, ".args")) {
+    for (const DocNode& a : elements(*args, fmt::format("{}: .args", kw))) {
+      if (!a.isMap()) fail("amdgpu: {}: an .args entry is not a map", kw);
       AmdKernelArg arg;
       arg.name = str_field(a, ".name", kw);
       std::string aw = fmt::format("{} arg {}", kw, info.args.size());
@@ -218,142 +203,113 @@ const AmdKernelInfo& AmdCodeObject::kernel(std::string_view name) const {
 }
 
 AmdCodeObject parse_amd_code_object(std::span<const uint8_t> elf, std::string_view what) {
-  Image img(elf, what);
-  img.need(0, kEhdrSize, "ELF header");
-  if (std::memcmp(elf.data(),
-                  "\x7f"
-                  "ELF",
-                  4) != 0)
+  if (elf.size() < sizeof(llvm::ELF::Elf64_Ehdr) || std::memcmp(elf.data(), llvm::ELF::ElfMagic, 4))
     fail("amdgpu: {}: not an ELF file", what);
-  if (elf[4] != 2 || elf[5] != 1) fail("amdgpu: {}: not a little-endian ELF64 file", what);
+  if (elf[llvm::ELF::EI_CLASS] != llvm::ELF::ELFCLASS64 ||
+      elf[llvm::ELF::EI_DATA] != llvm::ELF::ELFDATA2LSB)
+    fail("amdgpu: {}: not a little-endian ELF64 file", what);
   AmdCodeObject co;
-  if (elf[7] != kOsAbiAmdgpuHsa) fail("amdgpu: {}: OS ABI {} is not AMDGPU_HSA (64)", what, elf[7]);
-  co.abi_version = elf[8];
-  if (co.abi_version == 2)
+  const uint8_t os_abi = elf[llvm::ELF::EI_OSABI];
+  if (os_abi != llvm::ELF::ELFOSABI_AMDGPU_HSA)
+    fail("amdgpu: {}: OS ABI {} is not AMDGPU_HSA (64)", what, os_abi);
+  co.abi_version = elf[llvm::ELF::EI_ABIVERSION];
+  if (co.abi_version == llvm::ELF::ELFABIVERSION_AMDGPU_HSA_V4)
     co.code_object_version = 4;
-  else if (co.abi_version == 3)
+  else if (co.abi_version == llvm::ELF::ELFABIVERSION_AMDGPU_HSA_V5)
     co.code_object_version = 5;
   else
     fail("amdgpu: {}: ABI version {} is not code object v4 (2) or v5 (3)", what, co.abi_version);
-  auto e_type = img.read<uint16_t>(16, "e_type");
-  auto e_machine = img.read<uint16_t>(18, "e_machine");
-  if (e_machine != kEmAmdgpu)
-    fail("amdgpu: {}: e_machine {} is not EM_AMDGPU (224)", what, e_machine);
-  if (e_type != kEtDyn)
-    fail("amdgpu: {}: e_type {} is not ET_DYN (3): was it linked?", what, e_type);
-  co.elf_flags = img.read<uint32_t>(48, "e_flags");
-  co.arch = std::string(amd_arch_of_elf_mach(co.elf_flags & kEfAmdgpuMach));
+  const Elf file =
+      take(Elf::create(llvm::StringRef(reinterpret_cast<const char*>(elf.data()), elf.size())),
+           what, "ELF header");
+  const auto& header = file.getHeader();
+  if (header.e_machine != llvm::ELF::EM_AMDGPU)
+    fail("amdgpu: {}: e_machine {} is not EM_AMDGPU (224)", what, uint16_t(header.e_machine));
+  if (header.e_type != llvm::ELF::ET_DYN)
+    fail("amdgpu: {}: e_type {} is not ET_DYN (3): was it linked?", what, uint16_t(header.e_type));
+  co.elf_flags = header.e_flags;
+  const uint32_t mach = co.elf_flags & llvm::ELF::EF_AMDGPU_MACH;
+  co.arch = std::string(amd_arch_of_elf_mach(mach));
   if (co.arch.empty())
-    fail("amdgpu: {}: EF_AMDGPU_MACH 0x{:x} is not an architecture ugrad knows", what,
-         co.elf_flags & kEfAmdgpuMach);
+    fail("amdgpu: {}: EF_AMDGPU_MACH 0x{:x} is not an architecture ugrad knows", what, mach);
+  const auto sections = take(file.sections(), what, "section headers");
 
-  auto shoff = img.read<uint64_t>(40, "e_shoff");
-  auto shentsize = img.read<uint16_t>(58, "e_shentsize");
-  auto shnum = img.read<uint16_t>(60, "e_shnum");
-  auto shstrndx = img.read<uint16_t>(62, "e_shstrndx");
-  if (shentsize != kShdrSize) fail("amdgpu: {}: e_shentsize {} is not 64", what, shentsize);
-  if (shstrndx >= shnum) fail("amdgpu: {}: e_shstrndx {} >= e_shnum {}", what, shstrndx, shnum);
-  img.need(shoff, uint64_t{shnum} * kShdrSize, "section header table");
-  std::vector<Section> sections(shnum);
-  for (uint32_t i = 0; i < shnum; ++i) {
-    uint64_t at = shoff + uint64_t{i} * kShdrSize;
-    Section& s = sections[i];
-    s.type = img.read<uint32_t>(at + 4, "sh_type");
-    s.addr = img.read<uint64_t>(at + 16, "sh_addr");
-    s.offset = img.read<uint64_t>(at + 24, "sh_offset");
-    s.size = img.read<uint64_t>(at + 32, "sh_size");
-    s.link = img.read<uint32_t>(at + 40, "sh_link");
-    s.entsize = img.read<uint64_t>(at + 56, "sh_entsize");
-    if (s.type != kShtNobits) img.need(s.offset, s.size, fmt::format("section {}", i));
+  // The metadata note, a MessagePack map.
+  std::vector<llvm::StringRef> blobs;
+  for (const auto& s : sections) {
+    if (s.sh_type != llvm::ELF::SHT_NOTE) continue;
+    llvm::Error err = llvm::Error::success();
+    for (const auto& note : file.notes(s, err))
+      if (note.getName() == "AMDGPU" && note.getType() == llvm::ELF::NT_AMDGPU_METADATA)
+        blobs.push_back(note.getDescAsStringRef(s.sh_addralign == 8 ? 8 : 4));
+    if (err) fail("amdgpu: {}: notes: {}", what, llvm::toString(std::move(err)));
   }
-  const Section& shstr = sections[shstrndx];
-  for (uint32_t i = 0; i < shnum; ++i) {
-    auto name_index = img.read<uint32_t>(shoff + uint64_t{i} * kShdrSize, "sh_name");
-    sections[i].name = img.cstr(shstr.offset, shstr.size, name_index, "section");
-  }
-
-  // The metadata note.
-  const MsgPackValue* metadata_root = nullptr;
-  MsgPackValue metadata;
-  for (const Section& s : sections) {
-    if (s.type != kShtNote) continue;
-    uint64_t at = s.offset, end = s.offset + s.size;
-    while (at + 12 <= end) {
-      auto namesz = img.read<uint32_t>(at, "note namesz");
-      auto descsz = img.read<uint32_t>(at + 4, "note descsz");
-      auto type = img.read<uint32_t>(at + 8, "note type");
-      uint64_t name_at = at + 12;
-      uint64_t desc_at = name_at + ((uint64_t{namesz} + 3) & ~uint64_t{3});
-      uint64_t next = desc_at + ((uint64_t{descsz} + 3) & ~uint64_t{3});
-      if (next > end) fail("amdgpu: {}: note overruns section {}", what, s.name);
-      auto name = img.slice(name_at, namesz, "note name");
-      bool amdgpu_owner = namesz == 7 && std::memcmp(name.data(), "AMDGPU", 7) == 0;
-      if (amdgpu_owner && type == kNtAmdgpuMetadata) {
-        if (metadata_root) fail("amdgpu: {}: two NT_AMDGPU_METADATA notes", what);
-        metadata = parse_msgpack(img.slice(desc_at, descsz, "metadata note"),
-                                 fmt::format("{} metadata", what));
-        metadata_root = &metadata;
-      }
-      at = next;
-    }
-  }
-  if (!metadata_root) fail("amdgpu: {}: no NT_AMDGPU_METADATA note", what);
-  if (metadata.kind != MsgPackValue::Kind::Map) fail("amdgpu: {}: metadata is not a map", what);
-  if (const MsgPackValue* v = metadata.find("amdhsa.version")) {
-    for (const auto& e : v->array) co.amdhsa_version.push_back(e.as_uint("amdhsa.version"));
-  }
+  if (blobs.empty()) fail("amdgpu: {}: no NT_AMDGPU_METADATA note", what);
+  if (blobs.size() > 1) fail("amdgpu: {}: two NT_AMDGPU_METADATA notes", what);
+  llvm::msgpack::Document metadata;
+  if (!metadata.readFromBlob(blobs[0], /*Multi=*/false))
+    fail("amdgpu: {}: the metadata note is not a MessagePack document", what);
+  const DocNode root = metadata.getRoot();
+  if (!root.isMap()) fail("amdgpu: {}: metadata is not a map", what);
+  if (const DocNode* v = field(root, "amdhsa.version"))
+    for (const DocNode& e : elements(*v, "amdhsa.version"))
+      co.amdhsa_version.push_back(as_uint(e, "amdhsa.version"));
   if (co.amdhsa_version.size() != 2 || co.amdhsa_version[0] != 1)
     fail("amdgpu: {}: amdhsa.version is missing or not [1, x]", what);
-  co.target = str_field(metadata, "amdhsa.target", what);
-  const MsgPackValue* kernels = metadata.find("amdhsa.kernels");
-  if (!kernels || kernels->kind != MsgPackValue::Kind::Array)
+  co.target = str_field(root, "amdhsa.target", what);
+  const DocNode* kernels = field(root, "amdhsa.kernels");
+  if (!kernels || !kernels->isArray())
     fail("amdgpu: {}: metadata has no amdhsa.kernels array", what);
-  for (const MsgPackValue& k : kernels->array) co.kernels.push_back(kernel_of_metadata(k, what));
+  for (const DocNode& k : elements(*kernels, "amdhsa.kernels"))
+    co.kernels.push_back(kernel_of_metadata(k, what));
 
   // .text, for the disassembler and for descriptor entry offsets.
-  for (const Section& s : sections)
-    if (s.name == ".text") {
-      co.text_address = s.addr;
-      co.text_offset = s.offset;
-      co.text_size = s.size;
+  for (const auto& s : sections)
+    if (take(file.getSectionName(s), what, "section name") == ".text") {
+      co.text_address = s.sh_addr;
+      co.text_offset = s.sh_offset;
+      co.text_size = s.sh_size;
     }
 
-  // Kernel descriptors: look up <name>.kd in the symbol tables and read 64 bytes at its address.
-  auto file_offset_of = [&](uint64_t addr, uint64_t size) -> uint64_t {
-    for (const Section& s : sections)
-      if (s.type != kShtNobits && s.addr != 0 && addr >= s.addr && addr - s.addr <= s.size &&
-          size <= s.size - (addr - s.addr))
-        return s.offset + (addr - s.addr);
+  // Kernel descriptors: <name>.kd in the symbol tables, 64 bytes at its address.
+  auto bytes_at = [&](uint64_t addr, uint64_t size) -> std::span<const uint8_t> {
+    for (const auto& s : sections)
+      if (s.sh_type != llvm::ELF::SHT_NOBITS && s.sh_addr != 0 && addr >= s.sh_addr &&
+          addr - s.sh_addr <= s.sh_size && size <= s.sh_size - (addr - s.sh_addr)) {
+        const auto contents = take(file.getSectionContents(s), what, "section contents");
+        return std::span(contents.data(), contents.size()).subspan(addr - s.sh_addr, size);
+      }
     fail("amdgpu: {}: address 0x{:x} (+{}) is in no section", what, addr, size);
   };
   for (AmdKernelInfo& k : co.kernels) {
-    std::string want = k.symbol.empty() ? k.name + ".kd" : k.symbol;
+    const std::string want = k.symbol.empty() ? k.name + ".kd" : k.symbol;
     bool found = false;
-    for (const Section& s : sections) {
-      if ((s.type != kShtSymtab && s.type != kShtDynsym) || found) continue;
-      if (s.entsize != kSymSize || s.link >= sections.size())
-        fail("amdgpu: {}: bad symbol table {}", what, s.name);
-      const Section& strtab = sections[s.link];
-      for (uint64_t at = s.offset; at + kSymSize <= s.offset + s.size; at += kSymSize) {
-        auto st_name = img.read<uint32_t>(at, "st_name");
-        if (st_name == 0 || img.cstr(strtab.offset, strtab.size, st_name, "symbol") != want)
-          continue;
-        k.descriptor_address = img.read<uint64_t>(at + 8, "st_value");
+    for (const auto& s : sections) {
+      if ((s.sh_type != llvm::ELF::SHT_SYMTAB && s.sh_type != llvm::ELF::SHT_DYNSYM) || found)
+        continue;
+      const auto symbols = take(file.symbols(&s), what, "symbol table");
+      const llvm::StringRef strtab = take(file.getStringTableForSymtab(s), what, "symbol names");
+      for (const auto& sym : symbols) {
+        if (sym.st_name == 0 || take(sym.getName(strtab), what, "symbol name") != want) continue;
+        k.descriptor_address = sym.st_value;
         found = true;
         break;
       }
     }
     if (!found) fail("amdgpu: {}: kernel '{}' has no descriptor symbol '{}'", what, k.name, want);
-    uint64_t kd = file_offset_of(k.descriptor_address, kKernelDescriptorSize);
+    const std::span<const uint8_t> kd = bytes_at(k.descriptor_address, kKernelDescriptorSize);
+    const auto read = [&]<typename T>(size_t at, T& out) {
+      std::memcpy(&out, kd.data() + at, sizeof(T));
+    };
     AmdKernelDescriptor& d = k.descriptor;
-    d.group_segment_fixed_size = img.read<uint32_t>(kd + 0, "kd");
-    d.private_segment_fixed_size = img.read<uint32_t>(kd + 4, "kd");
-    d.kernarg_size = img.read<uint32_t>(kd + 8, "kd");
-    d.kernel_code_entry_byte_offset = img.read<int64_t>(kd + 16, "kd");
-    d.compute_pgm_rsrc3 = img.read<uint32_t>(kd + 44, "kd");
-    d.compute_pgm_rsrc1 = img.read<uint32_t>(kd + 48, "kd");
-    d.compute_pgm_rsrc2 = img.read<uint32_t>(kd + 52, "kd");
-    d.kernel_code_properties = img.read<uint16_t>(kd + 56, "kd");
+    read(0, d.group_segment_fixed_size);
+    read(4, d.private_segment_fixed_size);
+    read(8, d.kernarg_size);
+    read(16, d.kernel_code_entry_byte_offset);
+    read(44, d.compute_pgm_rsrc3);
+    read(48, d.compute_pgm_rsrc1);
+    read(52, d.compute_pgm_rsrc2);
+    read(56, d.kernel_code_properties);
     // The entry point must land inside .text.
     uint64_t entry = k.descriptor_address + static_cast<uint64_t>(d.kernel_code_entry_byte_offset);
     if (co.text_size == 0 || entry < co.text_address || entry >= co.text_address + co.text_size)

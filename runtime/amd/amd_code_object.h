@@ -1,7 +1,7 @@
-// Reading an AMD HSA code object (ELF64, ET_DYN) ourselves: header, sections, symbols, the
-// NT_AMDGPU_METADATA msgpack note and each kernel's 64-byte descriptor at `<name>.kd`.
-// Every offset and size read from the file is bounds-checked. validate_amd_kernel() checks a kernel
-// against what its caller will pass before anything is launched.
+// Reading an AMD HSA code object (ELF64, ET_DYN) with LLVM's ELF and MessagePack readers: header,
+// sections, symbols, the NT_AMDGPU_METADATA note and each kernel's 64-byte descriptor at
+// `<name>.kd`. Every offset and size read from the file is bounds-checked. validate_amd_kernel()
+// checks a kernel against what its caller will pass before anything is launched.
 #pragma once
 #include <cstdint>
 #include <span>
