@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 
 #include "base/env.h"
 #include "codegen/codegen.h"
@@ -46,6 +48,28 @@ TEST_CASE("the pass table names every pass codegen runs, per target") {
     CHECK_MESSAGE(has(cpu, n), n);
     CHECK_MESSAGE(has(gpu, n), n);
   }
+}
+
+// docs/design.md's table of passes ("| # | name: what | folder | CPU | GPU | form |") is the map a
+// reader trusts: its rows, in order, are the passes codegen runs on each target.
+TEST_CASE("docs/design.md's pass table is the pass list of each target") {
+  std::ifstream in(std::string(UGRAD_SOURCE_DIR) + "/docs/design.md");
+  REQUIRE(in);
+  std::vector<std::string> cpu, gpu;
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> cells;
+    std::istringstream row(line);
+    for (std::string cell; std::getline(row, cell, '|');) cells.push_back(cell);
+    // A pass row: "", number, "name: what", folder, CPU mark, GPU mark, form.
+    if (cells.size() < 7 || cells[1].find_first_not_of(" 0123456789") != std::string::npos ||
+        cells[1].find_first_of("0123456789") == std::string::npos)
+      continue;
+    const std::string name = cells[2].substr(1, cells[2].find(':') - 1);
+    if (cells[4].find("✓") != std::string::npos) cpu.push_back(name);
+    if (cells[5].find("✓") != std::string::npos) gpu.push_back(name);
+  }
+  CHECK(cpu == codegen_pass_names(cpu_codegen_target()));
+  CHECK(gpu == codegen_pass_names(amd_codegen_target("gfx1100")));
 }
 
 TEST_CASE("DEBUG=3 names each kernel with its structural hash, and the passes from the table") {
