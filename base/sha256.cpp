@@ -7,7 +7,9 @@
 namespace ugrad {
 namespace {
 
-EVP_MD_CTX* ctx_of(const std::shared_ptr<void>& p) { return static_cast<EVP_MD_CTX*>(p.get()); }
+EVP_MD_CTX* ctx_of(const std::unique_ptr<void, void (*)(void*)>& p) {
+  return static_cast<EVP_MD_CTX*>(p.get());
+}
 
 }  // namespace
 

@@ -24,7 +24,7 @@ class Sha256 {
   Sha256Digest finish();
 
  private:
-  std::shared_ptr<void> ctx_;  // OpenSSL's EVP_MD_CTX
+  std::unique_ptr<void, void (*)(void*)> ctx_;  // OpenSSL's EVP_MD_CTX: movable, not copied
   bool finished_ = false;
 };
 
