@@ -1,5 +1,7 @@
 // Modeled AMD speed of the models: one decode step and one 32-token prefill chunk of Qwen3-0.6B
-// (Q8_0), Qwen3-8B (Q4_K) and Qwen3.6-27B (IQ4_XS, hybrid) shapes, and for the 27B the 401-token
+// (Q8_0), Qwen3-8B (Q4_K_M) and Qwen3.6-27B (IQ4_XS, hybrid) shapes, each with the type mixture
+// llama-quantize's preset gives the published file (docs/quants.md#presets: Q6_K value
+// projections, ffn_down and head in Q4_K_M, Q5_K ones in IQ4_XS), and for the 27B the 401-token
 // prompt its reference figure was measured with; with the hand-written kernels where the device
 // takes them (LLM_KERNELS=0: the generic path only), run as gfx1100 code on the
 // emulator (test/mockgpu) and timed by its cost model of an RX 7900 XTX. MODELED, not measured:
@@ -8,13 +10,16 @@
 // The emulator is slow, so it runs one unit of layers with real dimensions (a layer; for the
 // hybrid, a group of three Gated DeltaNet layers and one attention layer) and two units, and
 // scales by the unit count: unit = T(2 units) - T(1 unit), the rest of the step (embedding rows,
-// final norm) = T(1 unit) - unit. The vocabulary-sized output head runs on its own at its real
+// final norm) = T(1 unit) - unit; the units whose types differ (the preset's layer rules) are
+// grouped, and each group is modeled by a unit of its own types. The vocabulary-sized output head runs on its own at its real
 // size (the units' models have a small vocabulary; their small head is subtracted). Launches run
 // every k-th workgroup only (MOCKGPU_SAMPLE, counters scaled), which uniform workgroups allow;
 // the DRAM footprint of an input every workgroup reads (x of a prefill matmul) is counted once
 // per sampled workgroup and scaled with it, so the prefill sampling stays low. Weights repeat a few
 // drawn rows (DemoModelOptions::distinct_rows): timings do not depend on values.
 //   bench_amd_modeled [0.6b|8b|27b ...]   (default: all three)
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -30,6 +35,7 @@
 #include "llm/config/demo_model.h"
 #include "llm/kernels/linear.h"
 #include "llm/models/model.h"
+#include "llm/quant/presets.h"
 #include "test/mockgpu/cost_model.h"
 #include "test/mockgpu/launch_records.h"
 
@@ -47,7 +53,7 @@ struct ModelShape {
   DemoModelOptions unit;  // one unit of layers
   uint32_t units;         // in the real model
   uint32_t vocab;         // the real output head's rows
-  GgmlType head_type;
+  std::string preset;     // the published file's llama-quantize preset (its type mixture)
   double ref_decode_generic, ref_decode_hand, ref_prefill_generic, ref_prefill_hand;
   int decode_sample, prefill_sample;  // MOCKGPU_SAMPLE per phase
   int64_t prompt;                     // the reference's prefill prompt, when known (0: not)
@@ -62,13 +68,11 @@ std::vector<ModelShape> shapes() {
   q06.n_kv_heads = 8;
   q06.head_dim = 128;
   q06.ffn_dim = 3072;
-  q06.weight_type = GgmlType::Q8_0;
   DemoModelOptions q8b = q06;
   q8b.dim = 4096;
   q8b.n_heads = 32;
   q8b.ffn_dim = 12288;
   q8b.tied_output = false;
-  q8b.weight_type = GgmlType::Q4_K;
   DemoModelOptions q27 = q8b;
   q27.arch = ModelArch::kQwen35;
   q27.n_layers = 4;  // three Gated DeltaNet layers, then full attention
@@ -83,11 +87,46 @@ std::vector<ModelShape> shapes() {
   q27.ssm_value_heads = 48;
   q27.ssm_key_head_dim = 128;
   q27.ssm_value_head_dim = 128;
-  q27.weight_type = GgmlType::IQ4_XS;
-  return {
-      {"qwen3-0.6b Q8_0", q06, 28, 151936, GgmlType::Q8_0, 0, 0, 0, 0, 4, 16, 0},
-      {"qwen3-8b Q4_K", q8b, 36, 151936, GgmlType::Q4_K, 16.5, 114.8, 69, 536, 16, 8, 0},
-      {"qwen3.6-27b IQ4_XS", q27, 16, 248320, GgmlType::IQ4_XS, 0, 45.5, 0, 348.7, 32, 16, 401}};
+  return {{"qwen3-0.6b Q8_0", q06, 28, 151936, "Q8_0", 0, 0, 0, 0, 4, 16, 0},
+          {"qwen3-8b Q4_K_M", q8b, 36, 151936, "Q4_K_M", 16.5, 114.8, 69, 536, 16, 8, 0},
+          {"qwen3.6-27b IQ4_XS", q27, 16, 248320, "IQ4_XS", 0, 45.5, 0, 348.7, 32, 16, 401}};
+}
+
+// What the preset's rule reads of the real model.
+PresetModel preset_model(const ModelShape& s) {
+  return {s.units * s.unit.n_layers, s.unit.n_heads / s.unit.n_kv_heads, s.unit.tied_output};
+}
+
+// The matrices of unit u's layers that the preset's layer rules name (docs/quants.md#presets), by
+// name and type: the value projection (attn_v; attn_qkv in a Gated DeltaNet layer), attn_output
+// and ffn_down. Units whose types are equal cost the same.
+std::vector<std::pair<std::string, GgmlType>> unit_types(const ModelShape& s, uint32_t u) {
+  const QuantPreset& p = preset_named(s.preset);
+  const bool hybrid = s.unit.arch == ModelArch::kQwen35;
+  std::vector<std::pair<std::string, GgmlType>> types;
+  for (uint32_t l = 0; l < s.unit.n_layers; ++l) {
+    const uint32_t i = u * s.unit.n_layers + l;
+    const bool recurrent = hybrid && (i + 1) % s.unit.full_attention_interval != 0;
+    for (const char* role : recurrent
+                                ? std::vector<const char*>{"attn_qkv", "ffn_down"}
+                                : std::vector<const char*>{"attn_v", "attn_output", "ffn_down"}) {
+      const std::string name = fmt::format("blk.{}.{}.weight", i, role);
+      types.emplace_back(role, preset_type(p, name, s.unit.dim, preset_model(s)));
+    }
+  }
+  return types;
+}
+
+// The real model's units grouped by their types: one unit standing for each group, and how many.
+std::vector<std::pair<uint32_t, uint32_t>> unit_groups(const ModelShape& s) {
+  std::map<std::vector<std::pair<std::string, GgmlType>>, std::pair<uint32_t, uint32_t>>
+      groups;  // by the types: the first unit, the count
+  for (uint32_t u = 0; u < s.units; ++u)
+    ++groups.try_emplace(unit_types(s, u), u, 0).first->second.second;
+  std::vector<std::pair<uint32_t, uint32_t>> out;
+  for (const auto& [types, g] : groups) out.push_back(g);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 // Modeled seconds of every launch libmockhip.so recorded since the last clear.
@@ -140,12 +179,18 @@ struct Step {
 // The prompt's last chunk: its start and length.
 int64_t last_start(int64_t prompt) { return (prompt - 1) / kChunk * kChunk; }
 
-// One prefill chunk, then one decode step after it, on a model of `layers` unit layers; and the
-// last chunk of the shape's prompt (its cost grows with the positions attention reads).
-Step run_model(const ModelShape& s, uint32_t units, const std::string& lib) {
+// One prefill chunk, then one decode step after it, on a model of `units` copies of the unit of
+// layers at `as_unit` in the real model; and the last chunk of the shape's prompt (its cost grows
+// with the positions attention reads).
+Step run_model(const ModelShape& s, uint32_t as_unit, uint32_t units, const std::string& lib) {
   DemoModelOptions o = s.unit;
   o.n_layers = s.unit.n_layers * units;
   o.distinct_rows = 4;
+  // Every copy of the unit carries the types unit `as_unit` has in the real file.
+  o.preset = s.preset;
+  o.preset_blocks = s.units * s.unit.n_layers;
+  for (uint32_t l = 0; l < o.n_layers; ++l)
+    o.preset_layers.push_back(as_unit * s.unit.n_layers + l % s.unit.n_layers);
   bench::TempModel file("bench_amd_modeled", o);
   GgufFile gguf = GgufFile::open(file.path);
   std::unique_ptr<LanguageModel> model =
@@ -222,27 +267,49 @@ int main(int argc, char** argv) {
                            }) == wanted.end())
       continue;
     auto t0 = bench::clock_type::now();
-    Step one = run_model(s, 1, lib), two = run_model(s, 2, lib);
+    // Each group of units with the same types: one and two copies of a unit standing for it.
+    const std::vector<std::pair<uint32_t, uint32_t>> groups = unit_groups(s);
+    std::vector<std::pair<Step, Step>> runs;
+    for (const auto& [as_unit, count] : groups)
+      runs.emplace_back(run_model(s, as_unit, 1, lib), run_model(s, as_unit, 2, lib));
     const uint32_t dim = s.unit.dim;
-    const Modeled small_head = run_head(s.unit.weight_type, 272, dim, 1, lib);
-    const Modeled head = run_head(s.head_type, s.vocab, dim, s.decode_sample, lib);
-    auto whole = [&](const Modeled& a, const Modeled& b) {
-      const Modeled unit = b - a, rest = a - unit;
-      return double(s.units) * unit + rest - small_head + head;
+    const QuantPreset& preset = preset_named(s.preset);
+    const GgmlType head_type = preset_type(
+        preset, s.unit.tied_output ? "token_embd.weight" : "output.weight", dim, preset_model(s));
+    const Modeled small_head = run_head(head_type, 272, dim, 1, lib);
+    const Modeled head = run_head(head_type, s.vocab, dim, s.decode_sample, lib);
+    // The units of every group, the rest of the step (one model's less its units), the real head.
+    auto whole = [&](Modeled Step::*phase) {
+      Modeled sum;
+      for (size_t g = 0; g < groups.size(); ++g) {
+        const Modeled unit = runs[g].second.*phase - runs[g].first.*phase;
+        sum = sum + double(groups[g].second) * unit;
+        if (g == 0) sum = sum + (runs[g].first.*phase - unit);
+      }
+      return sum - small_head + head;
     };
-    std::printf("%s: %u units of %u layers, vocab %u (emulated in %.0f s)\n", s.name.c_str(),
-                s.units, s.unit.n_layers, s.vocab, bench::seconds(t0));
-    report("decode", whole(one.decode, two.decode), 1, s.ref_decode_generic, s.ref_decode_hand);
+    std::printf(
+        "%s: %u units of %u layers in %zu groups of types, vocab %u, head %s "
+        "(emulated in %.0f s)\n",
+        s.name.c_str(), s.units, s.unit.n_layers, groups.size(), s.vocab,
+        std::string(format_of(head_type).name).c_str(), bench::seconds(t0));
+    for (const auto& [as_unit, count] : groups) {
+      std::string types;
+      for (const auto& [role, t] : unit_types(s, as_unit))
+        types += fmt::format(" {} {}", role, format_of(t).name);
+      std::printf("  %u units like unit %u:%s\n", count, as_unit, types.c_str());
+    }
+    const Step& one = runs[0].first;
+    report("decode", whole(&Step::decode), 1, s.ref_decode_generic, s.ref_decode_hand);
     // A reference measured over a known prompt is shown with the prompt's figure below.
     const bool by_prompt = s.prompt > kChunk;
-    report("prefill", whole(one.prefill, two.prefill), kChunk,
-           by_prompt ? 0 : s.ref_prefill_generic, by_prompt ? 0 : s.ref_prefill_hand);
+    report("prefill", whole(&Step::prefill), kChunk, by_prompt ? 0 : s.ref_prefill_generic,
+           by_prompt ? 0 : s.ref_prefill_hand);
     if (by_prompt) {
       // The prompt's chunks: the first and the last modeled, the ones between interpolated (the
       // attention layers' cost grows linearly with the positions); only the last makes logits.
       const int64_t chunks = last_start(s.prompt) / kChunk + 1;
-      const Modeled first = whole(one.prefill, two.prefill),
-                    last = whole(one.last_chunk, two.last_chunk);
+      const Modeled first = whole(&Step::prefill), last = whole(&Step::last_chunk);
       const Modeled prompt = double(chunks) * 0.5 * (first + last) - double(chunks - 1) * head;
       std::printf("  prompt of %lld tokens in %lld chunks (the first and last modeled):\n",
                   static_cast<long long>(s.prompt), static_cast<long long>(chunks));

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <numbers>
@@ -194,12 +195,20 @@ void add_random(GgufWriter& w, const std::string& name, std::vector<uint64_t> di
 }
 
 // The type of the matrix `name` whose rows hold ne0 values: the preset's rule, else weight_type.
-GgmlType matrix_type(const DemoModelOptions& o, std::string_view name, uint64_t ne0) {
+GgmlType matrix_type(const DemoModelOptions& o, const std::string& name, uint64_t ne0) {
   if (o.preset.empty()) return o.weight_type;
   const bool hybrid = o.arch == ModelArch::kQwen35 || o.arch == ModelArch::kQwen35Moe;
-  const PresetModel model{o.n_layers + (hybrid ? o.nextn_layers : 0), o.n_heads / o.n_kv_heads,
+  const uint32_t blocks = o.n_layers + (hybrid ? o.nextn_layers : 0);
+  const PresetModel model{o.preset_blocks ? o.preset_blocks : blocks, o.n_heads / o.n_kv_heads,
                           o.tied_output};
-  return preset_type(preset_named(o.preset), name, ne0, model);
+  std::string as = name;  // "blk.N.role" as the block it stands for
+  if (uint32_t i = 0; !o.preset_layers.empty() && std::sscanf(name.c_str(), "blk.%u.", &i) == 1) {
+    if (i >= o.preset_layers.size())
+      fail("demo model: preset_layers has {} entries, block {} needs one", o.preset_layers.size(),
+           i);
+    as = fmt::format("blk.{}.{}", o.preset_layers[i], name.substr(name.find('.', 4) + 1));
+  }
+  return preset_type(preset_named(o.preset), as, ne0, model);
 }
 
 // Adds a matrix (its type: matrix_type) of normal(0, std) values.

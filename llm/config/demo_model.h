@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "llm/config/config.h"
 #include "llm/gguf/writer.h"
@@ -37,6 +38,11 @@ struct DemoModelOptions {
   /// A llama-quantize preset ("Q4_K_M", "IQ4_XS", ...; llm/quant/presets.h): each matrix gets the
   /// type llama-quantize gives it (the file's real type mixture) instead of weight_type.
   std::string preset;
+  /// With a preset: the block count its rule sees (0: the file's own) and the block each of the
+  /// file's blocks stands for in it (empty: itself), so that a file of a few layers carries the
+  /// types that those layers have at their place in a larger model.
+  uint32_t preset_blocks = 0;
+  std::vector<uint32_t> preset_layers;
   /// No output.weight: logits use token_embd (as Qwen3-0.6B/1.7B/4B).
   bool tied_output = true;
   uint64_t seed = 0;

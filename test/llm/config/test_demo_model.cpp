@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "base/error.h"
 #include "llm/config/config.h"
 #include "llm/config/demo_model.h"
 #include "llm/quant/dequantize.h"
@@ -128,6 +129,41 @@ TEST_CASE("demo model: quantized weights are the seeded F32 weights, quantized")
     CHECK(values_of(f.tensor("blk.0.attn_q_norm.weight")) ==
           values_of(ref.tensor("blk.0.attn_q_norm.weight")));
   }
+}
+
+TEST_CASE("demo model: a preset's mixture, and layers standing for others of a larger model") {
+  DemoModelOptions o;
+  o.dim = 256;
+  o.n_heads = 4;
+  o.n_kv_heads = 2;
+  o.head_dim = 64;
+  o.ffn_dim = 256;
+  o.n_layers = 4;
+  o.preset = "Q4_K_M";  // value projection and ffn_down Q6_K in layers 2 and 3 of 4
+  const auto type_of = [](const DemoModelOptions& opts, const std::string& name) {
+    const GgufFile f = GgufFile::from_buffer(build_demo_model(opts).to_bytes());
+    return std::string(format_of(f.tensor(name).type).name);
+  };
+  const GgufFile f = GgufFile::from_buffer(build_demo_model(o).to_bytes());
+  CHECK(type_of(o, "blk.1.attn_v.weight") == "Q4_K");
+  CHECK(type_of(o, "blk.2.attn_v.weight") == "Q6_K");
+  CHECK(type_of(o, "blk.3.ffn_down.weight") == "Q6_K");
+  CHECK(type_of(o, "blk.3.ffn_up.weight") == "Q4_K");
+  CHECK(type_of(o, "token_embd.weight") == "Q6_K");  // the tied head
+  CHECK(type_of(o, "blk.0.attn_norm.weight") == "F32");
+  CHECK(f.get_u32("general.file_type") == 15u);
+  // Two layers standing for layers 0 and 4 of a 36-block model: Q6_K, then Q4_K.
+  o.n_layers = 2;
+  o.preset_blocks = 36;
+  o.preset_layers = {0, 4};
+  CHECK(type_of(o, "blk.0.attn_v.weight") == "Q6_K");
+  CHECK(type_of(o, "blk.1.attn_v.weight") == "Q4_K");
+  o.preset_layers = {0};
+  CHECK_THROWS_WITH_AS(build_demo_model(o), doctest::Contains("preset_layers has 1 entries"),
+                       ugrad::Error);
+  o.preset = "Q9_K";
+  CHECK_THROWS_WITH_AS(build_demo_model(o), doctest::Contains("unknown quantization preset"),
+                       ugrad::Error);
 }
 
 TEST_CASE("demo model: the seed decides the weights") {
