@@ -1,8 +1,10 @@
 // Modeled AMD speed of the models: one decode step and one 32-token prefill chunk of Qwen3-0.6B
-// (Q8_0), Qwen3-8B (Q4_K_M) and Qwen3.6-27B (IQ4_XS, hybrid) shapes, each with the type mixture
-// llama-quantize's preset gives the published file (docs/quants.md#presets: Q6_K value
-// projections, ffn_down and head in Q4_K_M, Q5_K ones in IQ4_XS), and for the 27B the 401-token
-// prompt its reference figure was measured with; with the hand-written kernels where the device
+// (Q8_0), Qwen3-8B (Q4_K_M), Qwen3.5-0.8B (Q4_K_M, hybrid) and Qwen3.6-27B (IQ4_XS, hybrid)
+// shapes, each with the type mixture llama-quantize's preset gives the published file
+// (docs/quants.md#presets: Q6_K value projections, ffn_down and head in Q4_K_M, Q5_K ones in
+// IQ4_XS), and the prompts the anchors were measured with (llama-bench's pp512 for the 8B, the
+// reference implementation's 401 tokens for the 27B), printed beside those measured anchors;
+// with the hand-written kernels where the device
 // takes them (LLM_KERNELS=0: the generic path only), run as gfx1100 code on the
 // emulator (test/mockgpu) and timed by its cost model of an RX 7900 XTX. MODELED, not measured:
 // no AMD card runs here (docs/rdna3.md, "Cost model").
@@ -14,10 +16,12 @@
 // grouped, and each group is modeled by a unit of its own types. The vocabulary-sized output head runs on its own at its real
 // size (the units' models have a small vocabulary; their small head is subtracted). Launches run
 // every k-th workgroup only (MOCKGPU_SAMPLE, counters scaled), which uniform workgroups allow;
-// the DRAM footprint of an input every workgroup reads (x of a prefill matmul) is counted once
-// per sampled workgroup and scaled with it, so the prefill sampling stays low. Weights repeat a few
-// drawn rows (DemoModelOptions::distinct_rows): timings do not depend on values.
-//   bench_amd_modeled [0.6b|8b|27b ...]   (default: all three)
+// the bytes a sampled launch touches in a buffer are scaled with it, at most the buffer's size
+// (an input every workgroup reads counts once). Weights repeat a few
+// drawn rows (DemoModelOptions::distinct_rows): timings do not depend on values. Every figure is
+// a range (the cost model's fast and slow corners) with the model's version and hash.
+//   bench_amd_modeled [--json] [0.6b|8b|0.8b|27b ...]   (default: all; --json: one JSON object
+//   per model and workload on stdout, the report on stderr)
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -25,6 +29,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
@@ -46,18 +52,35 @@ namespace {
 
 constexpr int64_t kChunk = 32;  // the prefill chunk (LanguageModel::kMaxChunk)
 
-// A shape to model, and the figures measured on a 7900-class card for the reference
-// implementation (docs/rdna3.md): generic kernels, then hand-written ones (0: none published).
+// A figure measured on a real card for the same model file and workload (docs/rdna3.md).
+struct Anchor {
+  const char* phase;  // "decode" or "prompt"
+  double tokens_per_s;
+  const char* who;  // engine, card, conditions, source
+};
+
+// A shape to model and its anchors.
 struct ModelShape {
   std::string name;
   DemoModelOptions unit;  // one unit of layers
   uint32_t units;         // in the real model
   uint32_t vocab;         // the real output head's rows
   std::string preset;     // the published file's llama-quantize preset (its type mixture)
-  double ref_decode_generic, ref_decode_hand, ref_prefill_generic, ref_prefill_hand;
   int decode_sample, prefill_sample;  // MOCKGPU_SAMPLE per phase
-  int64_t prompt;                     // the reference's prefill prompt, when known (0: not)
+  int64_t prompt;                     // the anchors' prompt (0: none longer than a chunk)
+  std::vector<Anchor> anchors;
 };
+
+// The sources of the anchors (docs/rdna3.md, "Published measurements").
+constexpr const char* kReference =
+    "the reference implementation, 7900-class card, hand-written kernels (its published table)";
+constexpr const char* kReferenceGeneric = "the reference implementation, generic kernels";
+constexpr const char* kLlamaCpp =
+    "llama.cpp ROCm, RX 7900 XTX, llama-bench (github.com/ggml-org/llama.cpp/pull/26284; pp2048 "
+    "for the prompt)";
+constexpr const char* kRdna3Engine =
+    "a Qwen-specific RDNA3 engine, RX 7900 XTX, its 4-bit format, Qwen3.5 (warpfront/hipfire "
+    "docs/BENCHMARKS.md; its prompt lengths not stated)";
 
 std::vector<ModelShape> shapes() {
   DemoModelOptions q06;
@@ -87,9 +110,49 @@ std::vector<ModelShape> shapes() {
   q27.ssm_value_heads = 48;
   q27.ssm_key_head_dim = 128;
   q27.ssm_value_head_dim = 128;
-  return {{"qwen3-0.6b Q8_0", q06, 28, 151936, "Q8_0", 0, 0, 0, 0, 4, 16, 0},
-          {"qwen3-8b Q4_K_M", q8b, 36, 151936, "Q4_K_M", 16.5, 114.8, 69, 536, 16, 8, 0},
-          {"qwen3.6-27b IQ4_XS", q27, 16, 248320, "IQ4_XS", 0, 45.5, 0, 348.7, 32, 16, 401}};
+  DemoModelOptions q08 = q27;  // Qwen3.5-0.8B: the same layer pattern, small
+  q08.dim = 1024;
+  q08.n_heads = 8;
+  q08.n_kv_heads = 2;
+  q08.ffn_dim = 3584;
+  q08.ssm_value_heads = 16;
+  q08.tied_output = true;
+  return {{"qwen3-0.6b Q8_0", q06, 28, 151936, "Q8_0", 4, 16, 0, {}},
+          {"qwen3-8b Q4_K_M",
+           q8b,
+           36,
+           151936,
+           "Q4_K_M",
+           16,
+           8,
+           512,
+           {{"decode", 114.8, kReference},
+            {"decode", 16.5, kReferenceGeneric},
+            {"prompt", 536, kReference},
+            {"prompt", 69, kReferenceGeneric},
+            {"decode", 106, kLlamaCpp},
+            {"prompt", 3190, kLlamaCpp}}},
+          {"qwen3.5-0.8b Q4_K_M",
+           q08,
+           6,
+           248320,
+           "Q4_K_M",
+           4,
+           8,
+           512,
+           {{"decode", 391, kRdna3Engine}, {"prompt", 7383, kRdna3Engine}}},
+          {"qwen3.6-27b IQ4_XS",
+           q27,
+           16,
+           248320,
+           "IQ4_XS",
+           32,
+           16,
+           401,
+           {{"decode", 45.5, kReference},
+            {"prompt", 348.7, kReference},
+            {"decode", 47, kRdna3Engine},
+            {"prompt", 478, kRdna3Engine}}}};
 }
 
 // What the preset's rule reads of the real model.
@@ -129,20 +192,18 @@ std::vector<std::pair<uint32_t, uint32_t>> unit_groups(const ModelShape& s) {
   return out;
 }
 
-// Modeled seconds of every launch libmockhip.so recorded since the last clear.
+// Every launch libmockhip.so recorded since the last clear, modeled; clearing also empties the
+// modeled caches: each step starts cold (docs/rdna3.md, "Cost model").
 struct Modeled {
-  double seconds = 0, dram_bytes = 0;
-  size_t launches = 0;
+  mockgpu::ModeledSum sum;
   std::vector<std::string> slowest;  // the costliest launches, described
 };
 Modeled modeled(const std::string& lib) {
   Modeled m;
   std::vector<std::pair<double, std::string>> each;
   for (const mockgpu::LaunchRecord& r : mockgpu::launch_records(lib)) {
-    mockgpu::ModeledTime t = mockgpu::model_launch(r.counters);
-    m.seconds += t.seconds;
-    m.dram_bytes += t.dram_bytes;
-    ++m.launches;
+    const mockgpu::ModeledTime t = mockgpu::model_launch(r.counters);
+    m.sum.add(t, r.counters);
     each.emplace_back(t.seconds, mockgpu::describe_launch(r.kernel, r.counters, t));
   }
   std::sort(each.begin(), each.end(), std::greater<>());
@@ -153,21 +214,15 @@ Modeled modeled(const std::string& lib) {
 
 // Sums and differences of whole steps (the costliest launches stay the left operand's).
 Modeled operator-(Modeled a, const Modeled& b) {
-  a.seconds -= b.seconds;
-  a.dram_bytes -= b.dram_bytes;
-  a.launches -= b.launches;
+  a.sum -= b.sum;
   return a;
 }
 Modeled operator+(Modeled a, const Modeled& b) {
-  a.seconds += b.seconds;
-  a.dram_bytes += b.dram_bytes;
-  a.launches += b.launches;
+  a.sum += b.sum;
   return a;
 }
 Modeled operator*(double k, Modeled a) {
-  a.seconds *= k;
-  a.dram_bytes *= k;
-  a.launches = static_cast<size_t>(k * double(a.launches));
+  a.sum *= k;
   return a;
 }
 
@@ -238,17 +293,53 @@ Modeled run_head(GgmlType type, uint32_t rows, uint32_t dim, int sample, const s
   return modeled(lib);
 }
 
-void report(const char* phase, const Modeled& m, double tokens, double ref_generic,
-            double ref_hand) {
-  const double tps = tokens / m.seconds;
-  std::printf(
-      "  %-8s %9.1f tok/s MODELED  (%.3f ms/step, %zu launches, %.1f MB DRAM, %.0f%% of "
-      "960 GB/s)",
-      phase, tps, m.seconds * 1e3, m.launches, m.dram_bytes * 1e-6,
-      100.0 * m.dram_bytes / m.seconds / 960e9);
-  if (ref_generic > 0) std::printf("  ref generic %.1f", ref_generic);
-  if (ref_hand > 0) std::printf("  ref hand-written %.1f", ref_hand);
-  std::printf("\n");
+// The DRAM rate the model reads at its middle corner.
+double dram_rate() {
+  const mockgpu::Measurement& m = mockgpu::measurement("dram_bytes_per_s");
+  return 0.5 * (m.lo + m.hi);
+}
+
+// Prints a workload's modeled speed (range, version, hash) and its terms, the anchors measured
+// for it, and returns it as a JSON object.
+nlohmann::json report(std::FILE* out, const ModelShape& s, const char* workload,
+                      const char* phase, const Modeled& m, double tokens) {
+  const mockgpu::ModeledSum& t = m.sum;
+  const double mid = tokens / t.seconds, low = tokens / t.slow_s, high = tokens / t.fast_s;
+  std::fprintf(out, "  %-40s %s tok/s MODELED, %s\n", workload,
+               mockgpu::format_range(mid, low, high).c_str(), mockgpu::model_name().c_str());
+  std::fprintf(out,
+               "    %.3f ms/step: %.0f launches x %.2f us = %.3f ms; DRAM %.1f MB = %.3f ms at "
+               "%.0f GB/s (%.0f%% of the step); cached %.1f MB; spills %.1f MB\n",
+               t.seconds * 1e3, t.launches, t.overhead_s / std::max(1.0, t.launches) * 1e6,
+               t.overhead_s * 1e3, t.dram_bytes * 1e-6, t.dram_bytes / dram_rate() * 1e3,
+               dram_rate() / 1e9, 100.0 * t.dram_bytes / dram_rate() / t.seconds,
+               t.cached_bytes * 1e-6, t.scratch_bytes * 1e-6);
+  std::fprintf(out, "    launches by their bound: %s\n", t.describe_bounds().c_str());
+  for (const Anchor& a : s.anchors)
+    if (std::string_view(a.phase) == phase)
+      std::fprintf(out, "    measured anchor: %.1f tok/s, %s\n", a.tokens_per_s, a.who);
+  nlohmann::json terms;
+  for (size_t i = 0; i < std::size(mockgpu::kModelTerms); ++i)
+    terms[mockgpu::kModelTerms[i]] = t.bound_s[i] * 1e3;
+  nlohmann::json anchors = nlohmann::json::array();
+  for (const Anchor& a : s.anchors)
+    if (std::string_view(a.phase) == phase)
+      anchors.push_back({{"tok_s", a.tokens_per_s}, {"measured_by", a.who}});
+  return {{"model", s.name},
+          {"mixture", s.preset},
+          {"workload", workload},
+          {"tok_s", {{"low", low}, {"mid", mid}, {"high", high}}},
+          {"ms_per_step", {{"low", t.fast_s * 1e3}, {"mid", t.seconds * 1e3},
+                           {"high", t.slow_s * 1e3}}},
+          {"launches", t.launches},
+          {"launch_overhead_ms", t.overhead_s * 1e3},
+          {"dram_bytes", t.dram_bytes},
+          {"cached_bytes", t.cached_bytes},
+          {"spill_bytes", t.scratch_bytes},
+          {"ms_by_bound", terms},
+          {"anchors", anchors},
+          {"cost_model", {{"version", mockgpu::CardModel{}.version},
+                          {"hash", mockgpu::model_hash()}}}};
 }
 
 }  // namespace
@@ -257,10 +348,12 @@ int main(int argc, char** argv) {
   const std::string lib = std::getenv("HIP_LIB") ? std::getenv("HIP_LIB") : UGRAD_MOCKHIP_LIB;
   setenv("HIP_LIB", lib.c_str(), 1);
   std::vector<std::string> wanted(argv + 1, argv + argc);
-  std::printf("Modeled AMD (RX 7900 XTX cost model v%d, NOT measured), %s\n",
-              mockgpu::CardModel{}.version,
-              knob_int(Knob::LLM_KERNELS) ? "hand-written kernels where they apply"
-                                          : "generic kernels (LLM_KERNELS=0)");
+  const bool json = std::erase(wanted, "--json") > 0;
+  std::FILE* out = json ? stderr : stdout;
+  std::fprintf(out, "Modeled AMD (RX 7900 XTX, %s, NOT measured), %s\n",
+               mockgpu::model_name().c_str(),
+               knob_int(Knob::LLM_KERNELS) ? "hand-written kernels where they apply"
+                                           : "generic kernels (LLM_KERNELS=0)");
   for (const ModelShape& s : shapes()) {
     if (!wanted.empty() && std::find_if(wanted.begin(), wanted.end(), [&](const std::string& w) {
                              return s.name.find(w) != std::string::npos;
@@ -288,37 +381,40 @@ int main(int argc, char** argv) {
       }
       return sum - small_head + head;
     };
-    std::printf(
-        "%s: %u units of %u layers in %zu groups of types, vocab %u, head %s "
-        "(emulated in %.0f s)\n",
-        s.name.c_str(), s.units, s.unit.n_layers, groups.size(), s.vocab,
-        std::string(format_of(head_type).name).c_str(), bench::seconds(t0));
+    std::fprintf(out,
+                 "%s: %u units of %u layers in %zu groups of types, vocab %u, head %s "
+                 "(emulated in %.0f s)\n",
+                 s.name.c_str(), s.units, s.unit.n_layers, groups.size(), s.vocab,
+                 std::string(format_of(head_type).name).c_str(), bench::seconds(t0));
     for (const auto& [as_unit, count] : groups) {
       std::string types;
       for (const auto& [role, t] : unit_types(s, as_unit))
         types += fmt::format(" {} {}", role, format_of(t).name);
-      std::printf("  %u units like unit %u:%s\n", count, as_unit, types.c_str());
+      std::fprintf(out, "  %u units like unit %u:%s\n", count, as_unit, types.c_str());
     }
-    const Step& one = runs[0].first;
-    report("decode", whole(&Step::decode), 1, s.ref_decode_generic, s.ref_decode_hand);
-    // A reference measured over a known prompt is shown with the prompt's figure below.
-    const bool by_prompt = s.prompt > kChunk;
-    report("prefill", whole(&Step::prefill), kChunk, by_prompt ? 0 : s.ref_prefill_generic,
-           by_prompt ? 0 : s.ref_prefill_hand);
-    if (by_prompt) {
+    std::vector<nlohmann::json> objects;
+    const std::string decode = fmt::format("decode at position {} (~tg128, depth 0)", kChunk);
+    objects.push_back(report(out, s, decode.c_str(), "decode", whole(&Step::decode), 1));
+    objects.push_back(report(out, s, "prefill chunk of 32 at position 0", "",
+                             whole(&Step::prefill), kChunk));
+    if (s.prompt > kChunk) {
       // The prompt's chunks: the first and the last modeled, the ones between interpolated (the
       // attention layers' cost grows linearly with the positions); only the last makes logits.
       const int64_t chunks = last_start(s.prompt) / kChunk + 1;
       const Modeled first = whole(&Step::prefill), last = whole(&Step::last_chunk);
       const Modeled prompt = double(chunks) * 0.5 * (first + last) - double(chunks - 1) * head;
-      std::printf("  prompt of %lld tokens in %lld chunks (the first and last modeled):\n",
-                  static_cast<long long>(s.prompt), static_cast<long long>(chunks));
-      report("prefill", prompt, double(s.prompt), s.ref_prefill_generic, s.ref_prefill_hand);
+      const std::string name = fmt::format("prompt of {} tokens in {} chunks of 32",
+                                           static_cast<long long>(s.prompt),
+                                           static_cast<long long>(chunks));
+      objects.push_back(report(out, s, name.c_str(), "prompt", prompt, double(s.prompt)));
     }
+    const Step& one = runs[0].first;
     for (const auto& [phase, m] : {std::pair{"decode", &one.decode}, {"prefill", &one.prefill}}) {
-      std::printf("  costliest launches of one unit's %s:\n", phase);
-      for (const std::string& d : m->slowest) std::printf("    %s\n", d.c_str());
+      std::fprintf(out, "  costliest launches of one unit's %s:\n", phase);
+      for (const std::string& d : m->slowest) std::fprintf(out, "    %s\n", d.c_str());
     }
+    if (json)
+      for (const nlohmann::json& o : objects) std::printf("%s\n", o.dump().c_str());
   }
   return 0;
 }

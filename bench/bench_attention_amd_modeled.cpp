@@ -33,15 +33,20 @@ struct Shape {
 };
 constexpr Shape k8b{32, 8, 128}, k27b{24, 4, 256};
 
-// The modeled launches since the last clear, one line each; their total time.
-double report(const std::string& lib) {
-  double seconds = 0;
+// The modeled launches since the last clear, one line each; their sum.
+mockgpu::ModeledSum report(const std::string& lib) {
+  mockgpu::ModeledSum sum;
   for (const mockgpu::LaunchRecord& rec : mockgpu::launch_records(lib)) {
     const mockgpu::ModeledTime t = mockgpu::model_launch(rec.counters);
     std::printf("    %s\n", mockgpu::describe_launch(rec.kernel, rec.counters, t).c_str());
-    seconds += t.seconds;
+    sum.add(t, rec.counters);
   }
-  return seconds;
+  return sum;
+}
+
+// "12.3 (11.0-13.9) us MODELED".
+std::string total(const mockgpu::ModeledSum& t) {
+  return mockgpu::format_range(t.seconds * 1e6, t.fast_s * 1e6, t.slow_s * 1e6) + " us MODELED";
 }
 
 // Runs the attention of `rows` rows whose last sits at position `positions` - 1; prints each
@@ -65,10 +70,9 @@ void run(const Shape& sh, int64_t rows, int64_t positions, bool kernels, const s
   const double kv_bytes = 2.0 * sh.kv_heads * double(positions) * sh.head_dim * 2;
   std::printf("  %s, %lld rows, %lld positions\n", kernels ? "flash kernels" : "generic path",
               static_cast<long long>(rows), static_cast<long long>(positions));
-  const double seconds = report(lib);
-  std::printf(
-      "    total %.1f us MODELED, %.1f%% of 960 GB/s on the key and value bytes (%.1f MB)\n",
-      seconds * 1e6, 100.0 * kv_bytes / seconds / 960e9, kv_bytes / 1e6);
+  const mockgpu::ModeledSum t = report(lib);
+  std::printf("    total %s, %.1f%% of 960 GB/s (spec) on the key and value bytes (%.1f MB)\n",
+              total(t).c_str(), 100.0 * kv_bytes / t.seconds / 960e9, kv_bytes / 1e6);
 }
 
 void run_scan(int64_t rows, bool kernels, const std::string& lib) {
@@ -88,7 +92,7 @@ void run_scan(int64_t rows, bool kernels, const std::string& lib) {
   gated_delta_rule(in[0], in[1], in[2], in[3], in[4], in[5], start_pos).realize();
   std::printf("  %s, %lld rows\n", kernels ? "fused scan" : "generic path",
               static_cast<long long>(rows));
-  std::printf("    total %.1f us MODELED\n", report(lib) * 1e6);
+  std::printf("    total %s\n", total(report(lib)).c_str());
 }
 
 }  // namespace
@@ -100,9 +104,9 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) positions.push_back(std::atoll(argv[i]));
   if (positions.empty()) positions = {512, 4096};
   std::printf(
-      "Modeled AMD (RX 7900 XTX cost model v%d, NOT measured): decode attention, %lld "
-      "heads over %lld KV heads of %lld\n",
-      mockgpu::CardModel{}.version, static_cast<long long>(k8b.heads),
+      "Modeled AMD (RX 7900 XTX, %s, NOT measured): decode attention, %lld heads over %lld KV "
+      "heads of %lld\n",
+      mockgpu::model_name().c_str(), static_cast<long long>(k8b.heads),
       static_cast<long long>(k8b.kv_heads), static_cast<long long>(k8b.head_dim));
   for (int64_t p : positions)
     for (bool kernels : {true, false}) run(k8b, 1, p, kernels, lib);

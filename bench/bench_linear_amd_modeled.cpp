@@ -65,9 +65,10 @@ double report_launches(const char* shape, GgmlType type, double bytes, double fl
     const mockgpu::ModeledTime t = mockgpu::model_launch(c);
     const double scale = c.scale(),
                  fetched = double(c.vmem_line_requests) * double(mockgpu::kLineBytes);
-    std::printf("    %-12s %-6s %-11s %8.1f us MODELED  %5.1f%% of 960 GB/s", shape,
+    std::printf("    %-12s %-6s %-11s %s us MODELED  %5.1f%% of 960 GB/s (spec)", shape,
                 std::string(format_of(type).name).c_str(), flops > 0 ? "wmma 32" : "int8 1",
-                t.seconds * 1e6, 100.0 * bytes / t.seconds / 960e9);
+                mockgpu::format_range(t.seconds * 1e6, t.fast_s * 1e6, t.slow_s * 1e6).c_str(),
+                100.0 * bytes / t.seconds / 960e9);
     if (flops > 0) std::printf("  %5.1f%% of the WMMA peak", 100.0 * flops / t.seconds / kWmmaPeak);
     std::printf(
         "  DRAM use %5.1f%%  fetch use %5.1f%% (%4.1f%% by the load)  %.3f inst/B  %2d waves/SIMD  "
@@ -121,8 +122,8 @@ int main(int argc, char** argv) {
   setenv("HIP_LIB", lib.c_str(), 1);
   std::vector<std::string> names(argv + 1, argv + argc);
   if (names.empty()) names = {"Q4_0", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS"};
-  std::printf("Modeled AMD (RX 7900 XTX cost model v%d, NOT measured): matvec_int8, 1 row\n",
-              mockgpu::CardModel{}.version);
+  std::printf("Modeled AMD (RX 7900 XTX, %s, NOT measured): matvec_int8, 1 row\n",
+              mockgpu::model_name().c_str());
   for (const std::string& name : names) {
     GgmlType type{};
     bool found = false;
@@ -144,9 +145,9 @@ int main(int argc, char** argv) {
     }
     for (const auto& [label, r] : {std::pair{"Qwen3-8B layer", layer8b}, {"27B FFN", layer27b}})
       std::printf(
-          "    %s: decode %.1f us MODELED, %.1f%% of 960 GB/s on weight bytes; prefill (32 rows) "
-          "%.1f us MODELED, %.1f%% of the WMMA peak\n",
-          label, r.decode_s * 1e6, 100.0 * r.weight_bytes / r.decode_s / 960e9, r.prefill_s * 1e6,
+          "    %s: decode %.1f us MODELED (%s), %.1f%% of 960 GB/s on weight bytes; prefill (32 "
+          "rows) %.1f us MODELED, %.1f%% of the WMMA peak (spec)\n",
+          label, r.decode_s * 1e6, mockgpu::model_name().c_str(), 100.0 * r.weight_bytes / r.decode_s / 960e9, r.prefill_s * 1e6,
           100.0 * r.flops / r.prefill_s / kWmmaPeak);
   }
   return 0;

@@ -17,6 +17,9 @@ inline constexpr const char* kInstClassNames[kInstClasses] = {
 /// Cache line and LDS geometry the counters use (docs/rdna3.md, "Card facts for a cost model").
 inline constexpr uint64_t kLineBytes = 128;
 inline constexpr int kLdsBanks = 64;  // 4-byte banks
+/// The shared caches between the CUs and DRAM (spec; docs/rdna3.md).
+inline constexpr uint64_t kL2Bytes = 6ull << 20;
+inline constexpr uint64_t kInfinityCacheBytes = 96ull << 20;
 
 /// Counters of one launch. Event counts cover the emulated workgroups only; a sampled launch
 /// (emulated < workgroups) is scaled by the cost model (scale()).
@@ -39,7 +42,18 @@ struct LaunchCounters {
   uint64_t lds_cycles = 0;            // sum over DS instructions of their bank cycles
   uint64_t lds_conflict_cycles = 0;   // of which cycles beyond the conflict-free minimum
   uint64_t round_trips = 0;           // waits on outstanding vector memory loads, all waves
+  uint64_t far_round_trips = 0;       // of which waits for a line's first touch in the launch
   uint64_t max_wave_round_trips = 0;  // the most any one wave waited
+  uint64_t scratch_bytes_read = 0;    // private memory (spills), active lanes
+  uint64_t scratch_bytes_written = 0;
+  // Where the launch's lines came from, by libmockhip.so's cache model across the launches since
+  // the records were last cleared (cache.h), in bytes of 128 B lines for the WHOLE launch
+  // (extrapolated when sampled); all zero and cache_accounted false when nobody classified them.
+  bool cache_accounted = false;
+  double read_bytes_l2 = 0;
+  double read_bytes_infinity = 0;
+  double read_bytes_dram = 0;
+  double written_bytes = 0;  // written back to DRAM in the end
   uint64_t max_wave_instructions = 0;
   // From the kernel descriptor and code object metadata.
   uint32_t vgprs = 0;  // per lane, as granulated in the descriptor

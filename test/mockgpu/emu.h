@@ -100,15 +100,27 @@ class MemoryMap {
 /// the last page used kept at hand (a wave's accesses mostly stay in one page).
 class LineSet {
  public:
-  /// A request for `line` (once per instruction that touches it).
-  void request(uint64_t line) {
+  /// Access kinds a line saw (bits).
+  static constexpr uint8_t kRead = 1, kWritten = 2;
+  /// A request for `line` (once per instruction that touches it); true on the launch's first.
+  bool request(uint64_t line) {
     Line& l = at(line);
-    count_ += l.requests++ == 0;
+    const bool first = l.requests++ == 0;
+    count_ += first;
+    return first;
   }
-  /// Bytes [first, first + n) of `line` accessed (within the line).
-  void use(uint64_t line, unsigned first, unsigned n) {
+  /// Bytes [first, first + n) of `line` accessed (within the line), read and/or written.
+  void use(uint64_t line, unsigned first, unsigned n, uint8_t access) {
     Line& l = at(line);
+    l.access |= access;
     for (unsigned b = first; b < first + n; ++b) l.used[b / 64] |= uint64_t{1} << (b % 64);
+  }
+  /// Calls f(line, access bits) for every line the launch touched.
+  template <class F>
+  void for_each(F&& f) const {
+    for (const auto& [index, page] : pages_)
+      for (size_t i = 0; i < page->size(); ++i)
+        if ((*page)[i].requests) f(index << kPageBits | i, (*page)[i].access);
   }
   uint64_t size() const { return count_; }
   /// Sum over requests of the bytes of their line that the launch uses.
@@ -120,6 +132,7 @@ class LineSet {
   struct Line {
     uint64_t used[2] = {};
     uint64_t requests = 0;
+    uint8_t access = 0;
   };
   static constexpr int kPageBits = 12;
   using Page = std::array<Line, 1 << kPageBits>;
@@ -180,7 +193,8 @@ struct Wave {
   // For the counters: vector loads not yet waited for, those of them issued since the last
   // memory round trip, and the round trips (salu.cpp, wait_for_vm).
   uint32_t pending_vm = 0, fresh_vm = 0;
-  uint64_t round_trips = 0, instructions = 0;
+  bool fresh_far = false;  // a load since the last round trip first-touched a line
+  uint64_t round_trips = 0, far_round_trips = 0, instructions = 0;
 
   uint32_t exec() const { return s[kExec]; }
 

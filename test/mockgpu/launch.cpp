@@ -83,7 +83,8 @@ void start_wave(const LaunchParams& p, Dispatch& d, Workgroup& wg, int wi,
   w.group = &wg;
   w.last_range = {0, 0};
   w.pending_vm = w.fresh_vm = 0;
-  w.round_trips = w.instructions = 0;
+  w.round_trips = w.far_round_trips = w.instructions = 0;
+  w.fresh_far = false;
   w.scratch.resize(size_t{d.scratch_per_lane} * kLanes);
   fill_fresh(w.scratch, poison);
   // User SGPRs in enable-bit order, then the system SGPRs at USER_SGPR_COUNT.
@@ -140,7 +141,7 @@ uint64_t run_wave(Wave& w) {
 }
 
 LaunchCounters launch_kernel(const LaunchParams& p, const MemoryMap& memory,
-                             const LaunchOptions& options) {
+                             const LaunchOptions& options, std::vector<Footprint>* touched) {
   const KernelDescriptor& kd = p.descriptor;
   if (!(kd.kernel_code_properties >> kWave32 & 1))
     fail("mockgpu: kernel {}: only wave32 kernels are emulated", p.kernel);
@@ -209,6 +210,7 @@ LaunchCounters launch_kernel(const LaunchParams& p, const MemoryMap& memory,
     }
     for (auto& wp : wg.waves) {
       c.round_trips += wp->round_trips;
+      c.far_round_trips += wp->far_round_trips;
       c.max_wave_round_trips = std::max(c.max_wave_round_trips, wp->round_trips);
       c.max_wave_instructions = std::max(c.max_wave_instructions, wp->instructions);
     }
@@ -217,6 +219,7 @@ LaunchCounters launch_kernel(const LaunchParams& p, const MemoryMap& memory,
   c.vmem_distinct_lines = d.lines.size();
   c.vmem_used_line_bytes = d.lines.used_request_bytes();
   c.vmem_used_bytes = d.lines.used_bytes();
+  if (touched) *touched = footprints(d.lines, memory);
   return c;
 }
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "test/mockgpu/cache.h"
 #include "test/mockgpu/emu.h"
 
 namespace ugrad::mockgpu {
@@ -75,7 +76,9 @@ uint64_t run_wave(Wave& w);
 
 /// Runs the kernel to completion (or its sample of workgroups); returns its counters. Errors
 /// (unimplemented opcode, stray access, a wave32 check) name the kernel, pc and instruction.
+/// `touched`, when given, receives the launch's lines per allocation (for SharedCaches).
 LaunchCounters launch_kernel(const LaunchParams& params, const MemoryMap& memory,
-                             const LaunchOptions& options = {});
+                             const LaunchOptions& options = {},
+                             std::vector<Footprint>* touched = nullptr);
 
 }  // namespace ugrad::mockgpu

@@ -100,11 +100,14 @@ void access(Wave& w, const Inst& in, const MemSpec& sp, uint8_t* p, int lane, u3
 
 // Global bytes, the 128-byte lines one vector memory instruction touches (each lane's access
 // lies in at most two lines), the bytes its lanes access (their union) and which bytes of each
-// line the launch uses.
-void count_global(Wave& w, const MemSpec& sp, const uint64_t* addrs, u32 exec) {
+// line the launch uses. True when the instruction is the launch's first to touch one of its
+// lines (its data comes from beyond the compute unit's caches).
+bool count_global(Wave& w, const MemSpec& sp, const uint64_t* addrs, u32 exec) {
   uint64_t lines[2 * kLanes], starts[kLanes];
   int n = 0, lanes = 0;
   LineSet& used = w.dispatch->lines;
+  const uint8_t access = (sp.kind != MKind::Store ? LineSet::kRead : 0) |
+                         (sp.kind != MKind::Load ? LineSet::kWritten : 0);
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
     const uint64_t first = addrs[l] / kLineBytes, last = (addrs[l] + sp.bytes - 1) / kLineBytes;
@@ -112,10 +115,10 @@ void count_global(Wave& w, const MemSpec& sp, const uint64_t* addrs, u32 exec) {
     lines[n++] = first;
     if (last != first) {
       lines[n++] = last;
-      used.use(first, offset, static_cast<unsigned>(kLineBytes) - offset);
-      used.use(last, 0, offset + sp.bytes - static_cast<unsigned>(kLineBytes));
+      used.use(first, offset, static_cast<unsigned>(kLineBytes) - offset, access);
+      used.use(last, 0, offset + sp.bytes - static_cast<unsigned>(kLineBytes), access);
     } else {
-      used.use(first, offset, sp.bytes);
+      used.use(first, offset, sp.bytes, access);
     }
     starts[lanes++] = addrs[l];
   }
@@ -133,7 +136,9 @@ void count_global(Wave& w, const MemSpec& sp, const uint64_t* addrs, u32 exec) {
   if (sp.kind != MKind::Load) c.global_bytes_written += bytes;
   c.vmem_line_requests += static_cast<uint64_t>(n);
   c.vmem_request_bytes += request;
-  for (int i = 0; i < n; ++i) used.request(lines[i]);
+  bool first = false;
+  for (int i = 0; i < n; ++i) first |= used.request(lines[i]);
+  return first;
 }
 
 // Bank cycles of one DS instruction from the dwords its lanes access: distinct dwords in one
@@ -190,10 +195,18 @@ void exec_vmem(Wave& w, const Inst& in) {
     }
     access(w, in, sp, p, l, result[l]);
   }
-  if (in.enc != Enc::SCRATCH && exec) count_global(w, sp, addrs, exec);
+  bool far = false;
+  if (in.enc == Enc::SCRATCH) {  // private memory (register spills): counted apart
+    const uint64_t bytes = size * static_cast<uint64_t>(std::popcount(exec));
+    (sp.kind == MKind::Load ? w.dispatch->counters.scratch_bytes_read
+                            : w.dispatch->counters.scratch_bytes_written) += bytes;
+  } else if (exec) {
+    far = count_global(w, sp, addrs, exec);
+  }
   if (!returns) return;
   ++w.pending_vm;
   ++w.fresh_vm;
+  w.fresh_far |= far;
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
     if (sp.kind == MKind::Atomic) {

@@ -54,6 +54,7 @@ struct State {
   int device = 0;
   std::string last_message;               // the most recent failure's details
   std::vector<mg::LaunchRecord> records;  // one per successful launch, oldest first
+  mg::SharedCaches caches;                // since the records were last cleared
 };
 
 State& state() {
@@ -221,6 +222,7 @@ __attribute__((visibility("default"))) hipError_t hipFree(void* ptr) {
   if (it == s.allocations.end())
     return failed(kInvalidValue, fmt::format("mockhip: hipFree of unknown pointer {}", ptr));
   s.memory.remove(reinterpret_cast<uint64_t>(ptr));
+  s.caches.forget(reinterpret_cast<uint64_t>(ptr));
   s.allocations.erase(it);
   std::free(ptr);
   return hipSuccess;
@@ -394,7 +396,9 @@ __attribute__((visibility("default"))) hipError_t hipModuleLaunchKernel(
   hipError_t result = hipSuccess;
   try {
     mg::LaunchRecord record;
-    record.counters = mg::launch_kernel(p, s.memory, launch_options());
+    std::vector<mg::Footprint> touched;
+    record.counters = mg::launch_kernel(p, s.memory, launch_options(), &touched);
+    s.caches.account(touched, record.counters.scale(), record.counters);
     std::snprintf(record.kernel, sizeof(record.kernel), "%s", k.name.c_str());
     s.records.push_back(record);
     if (ugrad::knob_int(ugrad::Knob::DEBUG) >= 2)
@@ -507,11 +511,13 @@ __attribute__((visibility("default"))) bool mockhip_launch_record(size_t i, mg::
   return true;
 }
 
-/// Forgets the recorded launches.
+/// Forgets the recorded launches, and what the caches hold: the next launch starts a step whose
+/// caches are cold (docs/rdna3.md, "Cost model").
 __attribute__((visibility("default"))) void mockhip_clear_launch_records() {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.records.clear();
+  s.caches.clear();
 }
 
 }  // extern "C"

@@ -76,7 +76,9 @@ void exec_barrier(Wave& w, const Inst&) { w.at_barrier = true; }
 // last round trip began is a memory round trip the wave could not hide (a counter for the cost
 // model's latency term). Loads issued together travel together: once a wait has paid for one
 // trip, every load issued before it has arrived, and waits for them (the oldest outstanding,
-// `pending_vm - fresh_vm` of them) cost nothing more. Scalar loads (kernel arguments, uniform
+// `pending_vm - fresh_vm` of them) cost nothing more. A trip is far when one of its loads was the
+// launch's first touch of a line (served from L2, Infinity Cache or DRAM), near otherwise (a
+// re-read or a spill reload, served close to the CU). Scalar loads (kernel arguments, uniform
 // values) are taken to hit the scalar cache.
 void wait_for_vm(Wave& w, uint32_t allowed) {
   if (w.pending_vm <= allowed) return;
@@ -84,6 +86,8 @@ void wait_for_vm(Wave& w, uint32_t allowed) {
   if (w.fresh_vm <= allowed) return;
   w.fresh_vm = 0;
   ++w.round_trips;
+  w.far_round_trips += w.fresh_far;
+  w.fresh_far = false;
 }
 // s_waitcnt simm16 (gfx11): vmcnt [15:10], lgkmcnt [9:4], expcnt [2:0].
 void exec_waitcnt(Wave& w, const Inst& in) { wait_for_vm(w, in.simm16 >> 10 & 0x3f); }
