@@ -1,6 +1,7 @@
 #include "test/mockgpu/cost_model.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -84,7 +85,7 @@ double corner_time(const LaunchCounters& c, const CardModel& card, const Rates& 
   const double simds = t.simds_used;
   const double wmma_s = scaled(c.count(InstClass::WMMA)) * kWmmaFlops /
                         (r.wmma_flops / (card.cus * card.simds_per_cu)) / simds;
-  const double vector_s = cycles({InstClass::VALU, InstClass::DOT4}) / simds / r.clock_hz + wmma_s;
+  const double vector_s = cycles({InstClass::VALU, InstClass::DOT4, InstClass::TRANS, InstClass::VALU64}) / simds / r.clock_hz + wmma_s;
   const double scalar_s =
       cycles({InstClass::SALU, InstClass::SMEM, InstClass::BRANCH, InstClass::VMEM}) / simds /
       r.clock_hz;
@@ -131,7 +132,12 @@ const Measurement& measurement(std::string_view key) {
 }
 
 std::string model_hash(const CardModel& card) {
-  std::string text = fmt::format("v{}", card.version);
+  std::string text = fmt::format("v{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", card.version, card.cus,
+                                 card.simds_per_cu, static_cast<int>(card.submission),
+                                 card.spec_dram_bytes_per_s, card.lines_per_cu_clock,
+                                 card.max_waves_per_simd, card.vgprs_per_simd_lane,
+                                 card.vgpr_granule, card.lds_per_cu,
+                                 fmt::join(card.issue_cycles, ","));
   for (const Measurement& m : kRows) text += fmt::format("|{}:{:.6g}:{:.6g}", m.key, m.lo, m.hi);
   uint32_t h = 2166136261u;  // FNV-1a
   for (unsigned char ch : text) h = (h ^ ch) * 16777619u;

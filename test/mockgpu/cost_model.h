@@ -48,13 +48,14 @@ struct CardModel {
   int vgprs_per_simd_lane = 1536;  // 192 KiB register file per SIMD in wave32
   int vgpr_granule = 24;           // wave32 allocation granule on gfx1100
   uint32_t lds_per_cu = 65536;     // a WGP's 128 KiB shared by its two CUs
-  // Issue cycles per wave instruction on its SIMD, by class in InstClass order (VALU SALU VMEM
-  // SMEM LDS WMMA DOT4 BRANCH WAIT); WMMA time comes from the measured WMMA rate and LDS time
-  // from the counted bank cycles instead.
-  double issue_cycles[kInstClasses] = {1, 1, 1, 1, 0, 0, 1, 1, 0};
+  // Issue cycles per wave32 instruction on its SIMD, by class in InstClass order (VALU SALU VMEM
+  // SMEM LDS WMMA DOT4 TRANS VALU64 BRANCH WAIT): transcendentals at a quarter of the VALU rate
+  // (RDNA3 ISA), f64 at 1/16 (the spec's FP64 rate against single-issue FP32); WMMA time comes
+  // from the measured WMMA rate and LDS time from the counted bank cycles instead.
+  double issue_cycles[kInstClasses] = {1, 1, 1, 1, 0, 0, 1, 4, 16, 1, 0};
 };
 
-/// The card's rows and the model's version as a short hash ("a1b2"): any change shows.
+/// The card's rows, its fields and the model's version as a short hash ("a1b2"): any change shows.
 std::string model_hash(const CardModel& card = {});
 /// "cost model v3 #a1b2".
 std::string model_name(const CardModel& card = {});
@@ -72,7 +73,7 @@ struct ModeledTime {
   double infinity_s = 0;    // bytes found in the Infinity Cache / its rate
   double l2_s = 0;          // bytes found in the L2 / its rate
   double lines_s = 0;       // line requests / (CUs in use x lines per clock)
-  double issue_s = 0;       // busiest SIMD pipe (VALU+dot4 plus WMMA, or scalar)
+  double issue_s = 0;       // busiest SIMD pipe (vector ALU by class plus WMMA, or scalar)
   double lds_s = 0;         // LDS bank cycles at the CUs in use
   double latency_s = 0;     // rounds of resident waves x one wave's round trips and instructions
   double overhead_s = 0;    // per launch, by the submission path

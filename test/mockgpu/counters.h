@@ -7,12 +7,15 @@
 
 namespace ugrad::mockgpu {
 
-/// What a wave instruction occupies. Waits and hints: s_waitcnt*, s_barrier, s_nop, s_delay_alu,
+/// What a wave instruction occupies. TRANS: the transcendentals (v_exp/log/rcp/rsq/sqrt/sin/cos);
+/// VALU64: the other f64 arithmetic. Waits and hints: s_waitcnt*, s_barrier, s_nop, s_delay_alu,
 /// s_clause and the other scheduling/cache hints.
-enum class InstClass : uint8_t { VALU, SALU, VMEM, SMEM, LDS, WMMA, DOT4, BRANCH, WAIT, COUNT };
+enum class InstClass : uint8_t {
+  VALU, SALU, VMEM, SMEM, LDS, WMMA, DOT4, TRANS, VALU64, BRANCH, WAIT, COUNT
+};
 inline constexpr int kInstClasses = static_cast<int>(InstClass::COUNT);
 inline constexpr const char* kInstClassNames[kInstClasses] = {
-    "VALU", "SALU", "VMEM", "SMEM", "LDS", "WMMA", "DOT4", "BRANCH", "WAIT"};
+    "VALU", "SALU", "VMEM", "SMEM", "LDS", "WMMA", "DOT4", "TRANS", "VALU64", "BRANCH", "WAIT"};
 
 /// Cache line and LDS geometry the counters use (docs/rdna3.md, "Card facts for a cost model").
 inline constexpr uint64_t kLineBytes = 128;

@@ -29,7 +29,11 @@ void unimplemented(Wave& w, const Inst& in) {
 // Instruction classes by mnemonic prefix, first match wins; the rest go by encoding.
 constexpr std::pair<std::string_view, InstClass> kClassByPrefix[] = {
     {"v_wmma_", InstClass::WMMA},      {"v_dot4_", InstClass::DOT4},
-    {"v_dot8_", InstClass::DOT4},      {"s_branch", InstClass::BRANCH},
+    {"v_dot8_", InstClass::DOT4},      {"v_exp_", InstClass::TRANS},
+    {"v_log_", InstClass::TRANS},      {"v_rcp_", InstClass::TRANS},
+    {"v_rsq_", InstClass::TRANS},      {"v_sqrt_", InstClass::TRANS},
+    {"v_sin_", InstClass::TRANS},      {"v_cos_", InstClass::TRANS},
+    {"s_branch", InstClass::BRANCH},
     {"s_cbranch_", InstClass::BRANCH}, {"s_setpc_", InstClass::BRANCH},
     {"s_swappc_", InstClass::BRANCH},  {"s_waitcnt", InstClass::WAIT},
     {"s_barrier", InstClass::WAIT},    {"s_nop", InstClass::WAIT},
@@ -63,7 +67,7 @@ InstClass inst_class(const Fields& f, std::string_view name) {
     case Enc::VOP3:
     case Enc::VOP3P:
     case Enc::VOPDX:
-      return InstClass::VALU;
+      return name.find("_f64") != std::string_view::npos ? InstClass::VALU64 : InstClass::VALU;
     default:
       return InstClass::SALU;
   }

@@ -589,3 +589,43 @@ TEST_CASE("cost model negative control: low occupancy (VGPRs, LDS) is slow") {
     CHECK(low.seconds > t.seconds);
   }
 }
+
+TEST_CASE("cost model: transcendentals and f64 issue slower than the VALU") {
+  Mock m;
+  constexpr const char* kMath = R"(
+declare float @llvm.exp2.f32(float)
+define amdgpu_kernel void @T_math(ptr addrspace(1) noalias %out, ptr addrspace(1) noalias %d,
+    float %x, double %y) #0 {
+entry:
+  %tid = call i32 @llvm.amdgcn.workitem.id.x()
+  %e = call float @llvm.exp2.f32(float %x)
+  %f = fmul double %y, %y
+  %g = fadd double %f, %y
+  %ti = zext i32 %tid to i64
+  %po = getelementptr inbounds float, ptr addrspace(1) %out, i64 %ti
+  store float %e, ptr addrspace(1) %po, align 4
+  %pd = getelementptr inbounds double, ptr addrspace(1) %d, i64 %ti
+  store double %g, ptr addrspace(1) %pd, align 8
+  ret void
+}
+)";
+  auto k = m.load(std::string(kDecls) + kMath, "T_math");
+  uint64_t out = m.upload(std::vector<float>(32)), d = m.upload(std::vector<double>(32));
+  m.run(k, "T_math", {1, 1, 1}, {32, 1, 1}, {out, d},
+        {std::bit_cast<uint32_t>(3.0f), std::bit_cast<uint64_t>(2.0)});
+  CHECK(m.download<float>(out, 1)[0] == 8.0f);
+  CHECK(m.download<double>(d, 1)[0] == 6.0);
+  const LaunchCounters c = last();
+  CHECK(c.count(InstClass::TRANS) >= 1);   // v_exp_f32
+  CHECK(c.count(InstClass::VALU64) >= 2);  // v_mul_f64, v_add_f64
+  // By the card's issue costs: one TRANS as four VALU, one VALU64 as sixteen.
+  LaunchCounters valu, trans, f64;
+  valu.workgroups = trans.workgroups = f64.workgroups = valu.workgroups_emulated =
+      trans.workgroups_emulated = f64.workgroups_emulated = 192;
+  valu.inst[static_cast<int>(InstClass::VALU)] = 192 * 4096;
+  trans.inst[static_cast<int>(InstClass::TRANS)] = 192 * 4096;
+  f64.inst[static_cast<int>(InstClass::VALU64)] = 192 * 4096;
+  const double v = mockgpu::model_launch(valu).issue_s;
+  CHECK(mockgpu::model_launch(trans).issue_s == doctest::Approx(4 * v));
+  CHECK(mockgpu::model_launch(f64).issue_s == doctest::Approx(16 * v));
+}
