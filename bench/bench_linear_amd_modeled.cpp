@@ -51,13 +51,14 @@ const LinearShape kShapes[] = {{"8b qkv", 6144, 4096, 1},       {"8b o", 4096, 4
 constexpr double kWmmaPeak = 96 * 2 * 4096.0 / 32 * 2 * 2.5e9;
 
 struct Result {
-  double decode_s = 0, prefill_s = 0, weight_bytes = 0, flops = 0;
+  mockgpu::ModeledSum decode, prefill;
+  double weight_bytes = 0, flops = 0;
 };
 
-// The modeled launches since the last clear, one line each; their total time.
-double report_launches(const char* shape, GgmlType type, double bytes, double flops,
+// The modeled launches since the last clear, one line each; their sum.
+mockgpu::ModeledSum report_launches(const char* shape, GgmlType type, double bytes, double flops,
                        const std::string& lib) {
-  double seconds = 0;
+  mockgpu::ModeledSum sum;
   for (const mockgpu::LaunchRecord& rec : mockgpu::launch_records(lib)) {
     // The kernel's own launch: x's quantization or cast runs before it.
     if (!std::string(rec.kernel).starts_with(flops > 0 ? "matmul_wmma" : "matvec_int8")) continue;
@@ -81,10 +82,15 @@ double report_launches(const char* shape, GgmlType type, double bytes, double fl
         double(c.count(mockgpu::InstClass::WMMA)) * scale,
         double(c.count(mockgpu::InstClass::VALU)) * scale,
         double(c.count(mockgpu::InstClass::VMEM)) * scale);
-    seconds += t.seconds;
+    sum.add(t, c);
   }
   mockgpu::clear_launch_records(lib);
-  return seconds;
+  return sum;
+}
+
+// "12.3 (11.0-13.9)" in microseconds.
+std::string us(const mockgpu::ModeledSum& t) {
+  return mockgpu::format_range(t.seconds * 1e6, t.fast_s * 1e6, t.slow_s * 1e6);
 }
 
 Result run(GgmlType type, const LinearShape& s, const std::string& lib) {
@@ -104,12 +110,12 @@ Result run(GgmlType type, const LinearShape& s, const std::string& lib) {
   matvec_int8(q, w, type, s.out, s.in).realize();
   Result r;
   r.weight_bytes = double(bytes);
-  r.decode_s = report_launches(s.name, type, double(bytes), 0, lib);
+  r.decode = report_launches(s.name, type, double(bytes), 0, lib);
   Tensor xh = Tensor::full({kWmmaRows, s.in}, 0.5, dtypes::float32, "AMD").contiguous().realize();
   setenv("MOCKGPU_SAMPLE", std::to_string(std::max(1, sample / 2)).c_str(), 1);
   mockgpu::clear_launch_records(lib);
   matmul_wmma(xh, w, type, s.out, s.in).realize();
-  r.prefill_s =
+  r.prefill =
       report_launches(s.name, type, double(bytes), 2.0 * kWmmaRows * double(s.out * s.in), lib);
   setenv("MOCKGPU_SAMPLE", "1", 1);
   return r;
@@ -138,17 +144,18 @@ int main(int argc, char** argv) {
     for (const LinearShape& s : kShapes) {
       const Result r = run(type, s, lib);
       Result& sum = std::string(s.name).starts_with("8b") ? layer8b : layer27b;
-      sum.decode_s += s.count * r.decode_s;
-      sum.prefill_s += s.count * r.prefill_s;
+      sum.decode += double(s.count) * r.decode;
+      sum.prefill += double(s.count) * r.prefill;
       sum.weight_bytes += s.count * r.weight_bytes;
       sum.flops += s.count * 2.0 * kWmmaRows * double(s.out * s.in);
     }
     for (const auto& [label, r] : {std::pair{"Qwen3-8B layer", layer8b}, {"27B FFN", layer27b}})
       std::printf(
-          "    %s: decode %.1f us MODELED (%s), %.1f%% of 960 GB/s on weight bytes; prefill (32 "
-          "rows) %.1f us MODELED, %.1f%% of the WMMA peak (spec)\n",
-          label, r.decode_s * 1e6, mockgpu::model_name().c_str(), 100.0 * r.weight_bytes / r.decode_s / 960e9, r.prefill_s * 1e6,
-          100.0 * r.flops / r.prefill_s / kWmmaPeak);
+          "    %s: decode %s us MODELED (%s), %.1f%% of 960 GB/s on weight bytes; prefill (32 "
+          "rows) %s us MODELED, %.1f%% of the WMMA peak (spec)\n",
+          label, us(r.decode).c_str(), mockgpu::model_name().c_str(),
+          100.0 * r.weight_bytes / r.decode.seconds / 960e9, us(r.prefill).c_str(),
+          100.0 * r.flops / r.prefill.seconds / kWmmaPeak);
   }
   return 0;
 }

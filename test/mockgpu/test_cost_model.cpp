@@ -435,18 +435,33 @@ TEST_CASE("calibration: pointer chases wait the latency of the level their lines
   mockgpu::clear_launch_records(UGRAD_MOCKHIP_LIB);
   auto k = m.load(std::string(kDecls) + kChase, "L_chase");
   const int steps = 64;
+  auto reader = m.load(std::string(kDecls) + read_kernel(), "R_sum");
+  // Streams 8 MiB through the caches (more than the L2 holds).
+  const auto stream = [&] {
+    void* big = m.dev->allocate(8 << 20);
+    m.buffers.push_back(big);
+    const uint32_t groups = 256, total = groups * 256;
+    m.run(reader, "R_sum", {groups, 1, 1}, {256, 1, 1},
+          {reinterpret_cast<uint64_t>(big), reinterpret_cast<uint64_t>(big)},
+          {(8u << 20) / 64 / total, total, std::bit_cast<uint32_t>(1e30f)});
+  };
+  // The chase over `next`, then again, then again after `stream`.
   const auto chase = [&](const std::vector<int32_t>& next) {
     uint64_t out = m.upload(std::vector<int32_t>(32)), pn = m.upload(next);
-    m.run(k, "L_chase", {1, 1, 1}, {32, 1, 1}, {out, pn}, {steps});
-    const LaunchCounters first = last();
-    m.run(k, "L_chase", {1, 1, 1}, {32, 1, 1}, {out, pn}, {steps});
-    return std::pair{first, last()};
+    std::vector<LaunchCounters> runs;
+    for (int i = 0; i < 3; ++i) {
+      if (i == 2) stream();
+      m.run(k, "L_chase", {1, 1, 1}, {32, 1, 1}, {out, pn}, {steps});
+      runs.push_back(last());
+    }
+    return runs;
   };
   // Every step a new line (lane l reads l + 32 s): each trip is far; cold from DRAM, then the
-  // 8 KiB of lines are in the L2.
+  // 8 KiB of lines are in the L2, then (8 MiB read since) in the Infinity Cache only.
   std::vector<int32_t> strided(32 * (steps + 1));
   for (size_t i = 0; i + 32 < strided.size(); ++i) strided[i] = static_cast<int32_t>(i + 32);
-  const auto [cold, warm] = chase(strided);
+  const std::vector<LaunchCounters> runs = chase(strided);
+  const LaunchCounters &cold = runs[0], &warm = runs[1], &far = runs[2];
   CHECK(cold.max_wave_round_trips == steps);
   CHECK(cold.far_round_trips == steps);
   const ModeledTime tc = mockgpu::model_launch(cold), tw = mockgpu::model_launch(warm);
@@ -455,10 +470,15 @@ TEST_CASE("calibration: pointer chases wait the latency of the level their lines
   CHECK(std::string(tc.bound) == "latency");
   within_row(0.99 * (tc.seconds - tc.overhead_s) / steps, "dram_latency_s");
   within_row(0.99 * (tw.seconds - tw.overhead_s) / steps, "l2_latency_s");
+  const ModeledTime ti = mockgpu::model_launch(far);
+  MESSAGE(mockgpu::describe_launch("L_chase after 8 MiB", far, ti));
+  CHECK(far.read_bytes_infinity > 0);
+  CHECK(far.read_bytes_l2 == 0);
+  within_row(0.99 * (ti.seconds - ti.overhead_s) / steps, "infinity_latency_s");
   // One line, re-read: the first trip is far, the other 63 near.
   std::vector<int32_t> ring(32);
   for (int i = 0; i < 32; ++i) ring[i] = (i + 1) % 32;
-  const LaunchCounters c = chase(ring).first;
+  const LaunchCounters c = chase(ring)[0];
   CHECK(c.far_round_trips == 1);
   const ModeledTime t = mockgpu::model_launch(c);
   MESSAGE(mockgpu::describe_launch("L_chase one line", c, t));
