@@ -350,6 +350,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> wanted(argv + 1, argv + argc);
   const bool json = std::erase(wanted, "--json") > 0;
   std::FILE* out = json ? stderr : stdout;
+  std::vector<nlohmann::json> all;
   std::fprintf(out, "Modeled AMD (RX 7900 XTX, %s, NOT measured), %s\n",
                mockgpu::model_name().c_str(),
                knob_int(Knob::LLM_KERNELS) ? "hand-written kernels where they apply"
@@ -415,6 +416,20 @@ int main(int argc, char** argv) {
     }
     if (json)
       for (const nlohmann::json& o : objects) std::printf("%s\n", o.dump().c_str());
+    all.insert(all.end(), objects.begin(), objects.end());
+  }
+  // The like-for-like table: each workload's modeled range beside what was measured for it.
+  std::fprintf(out, "\nLike for like (MODELED, %s; anchors measured by others):\n",
+               mockgpu::model_name().c_str());
+  for (const nlohmann::json& o : all) {
+    const nlohmann::json& t = o["tok_s"];
+    std::string anchors;
+    for (const nlohmann::json& a : o["anchors"])
+      anchors += fmt::format("{}{:.1f}", anchors.empty() ? "" : ", ", a["tok_s"].get<double>());
+    std::fprintf(out, "  %-20s %-42s %24s tok/s   measured: %s\n",
+                 o["model"].get<std::string>().c_str(), o["workload"].get<std::string>().c_str(),
+                 mockgpu::format_range(t["mid"], t["low"], t["high"]).c_str(),
+                 anchors.empty() ? "-" : anchors.c_str());
   }
   return 0;
 }

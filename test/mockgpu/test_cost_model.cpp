@@ -649,3 +649,41 @@ entry:
   CHECK(mockgpu::model_launch(trans).issue_s == doctest::Approx(4 * v));
   CHECK(mockgpu::model_launch(f64).issue_s == doctest::Approx(16 * v));
 }
+
+TEST_CASE("counters: private memory (spills, scratch arrays) is counted apart and printed") {
+  Mock m;
+  constexpr const char* kScratch = R"(
+define amdgpu_kernel void @S_scratch(ptr addrspace(1) noalias %out, i32 %i) #0 {
+entry:
+  %tid = call i32 @llvm.amdgcn.workitem.id.x()
+  %buf = alloca [256 x i32], align 4, addrspace(5)
+  br label %fill
+fill:
+  %j = phi i32 [ 0, %entry ], [ %j1, %fill ]
+  %pj = getelementptr inbounds [256 x i32], ptr addrspace(5) %buf, i32 0, i32 %j
+  %v = add i32 %j, %tid
+  store volatile i32 %v, ptr addrspace(5) %pj, align 4
+  %j1 = add i32 %j, 1
+  %done = icmp eq i32 %j1, 256
+  br i1 %done, label %read, label %fill
+read:
+  %pi = getelementptr inbounds [256 x i32], ptr addrspace(5) %buf, i32 0, i32 %i
+  %x = load volatile i32, ptr addrspace(5) %pi, align 4
+  %ti = zext i32 %tid to i64
+  %po = getelementptr inbounds i32, ptr addrspace(1) %out, i64 %ti
+  store i32 %x, ptr addrspace(1) %po, align 4
+  ret void
+}
+)";
+  auto k = m.load(std::string(kDecls) + kScratch, "S_scratch");
+  uint64_t out = m.upload(std::vector<int32_t>(32));
+  m.run(k, "S_scratch", {1, 1, 1}, {32, 1, 1}, {out}, {7});
+  CHECK(m.download<int32_t>(out, 32)[5] == 12);
+  const LaunchCounters c = last();
+  CHECK(c.scratch_bytes_written == 256 * 32 * 4);
+  CHECK(c.scratch_bytes_read == 32 * 4);
+  CHECK(c.global_bytes_written == 32 * 4);  // scratch is not global traffic
+  const std::string line = mockgpu::describe_launch("S_scratch", c, mockgpu::model_launch(c));
+  MESSAGE(line);
+  CHECK(line.find("spills: 32768 B stored, 128 B reloaded") != std::string::npos);
+}
