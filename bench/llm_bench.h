@@ -56,7 +56,7 @@ struct TempModel {
     auto t0 = clock_type::now();
     llm::write_demo_model(path, o);
     ::sync();  // written back now, not while the model runs
-    std::printf("wrote %s in %.1f s\n", path.c_str(), seconds(t0));
+    std::fprintf(stderr, "wrote %s in %.1f s\n", path.c_str(), seconds(t0));  // progress
   }
   ~TempModel() { std::filesystem::remove(path); }
 };
