@@ -68,6 +68,11 @@ double corner_time(const LaunchCounters& c, const CardModel& card, const Rates& 
     read_dram = scaled(c.vmem_distinct_lines) * static_cast<double>(kLineBytes);
     written = read_infinity = read_l2 = 0;
   }
+  // Lines one workgroup reads and another already fetched come from the L2 (each CU has its own
+  // L0): every workgroup's distinct lines pass through the L2; those beyond the launch's first
+  // touches are hits there.
+  read_l2 += std::max(0.0, scaled(c.vmem_group_read_lines) * static_cast<double>(kLineBytes) -
+                               (read_dram + read_infinity + read_l2));
   t.dram_bytes = read_dram + written;
   t.cached_bytes = read_infinity + read_l2;
   t.useful_bytes = scaled(c.vmem_used_bytes);

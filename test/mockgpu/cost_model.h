@@ -71,7 +71,7 @@ struct ModeledTime {
   double fast_s = 0, slow_s = 0;
   double dram_s = 0;        // bytes from and to DRAM / DRAM rate
   double infinity_s = 0;    // bytes found in the Infinity Cache / its rate
-  double l2_s = 0;          // bytes found in the L2 / its rate
+  double l2_s = 0;          // bytes found in the L2 (an earlier launch or workgroup read them) / rate
   double lines_s = 0;       // line requests / (CUs in use x lines per clock)
   double issue_s = 0;       // busiest SIMD pipe (vector ALU by class plus WMMA, or scalar)
   double lds_s = 0;         // LDS bank cycles at the CUs in use

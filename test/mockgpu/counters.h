@@ -38,6 +38,7 @@ struct LaunchCounters {
   uint64_t smem_bytes_read = 0;      // scalar loads (kernarg, uniform data)
   uint64_t vmem_line_requests = 0;   // sum over global/flat instructions of distinct 128 B lines
   uint64_t vmem_distinct_lines = 0;  // distinct 128 B lines over the launch (DRAM footprint)
+  uint64_t vmem_group_read_lines = 0;  // sum over workgroups of the distinct lines each reads
   // Coalescing, as bytes of the lines requested (128 x vmem_line_requests) that are used:
   uint64_t vmem_request_bytes = 0;    // by the requesting instruction (its lanes' union)
   uint64_t vmem_used_line_bytes = 0;  // by the launch (any access to the line)

@@ -109,6 +109,13 @@ class LineSet {
     count_ += first;
     return first;
   }
+  /// True when workgroup `group` (a serial number, never 0) reads `line` for the first time.
+  bool first_in_group(uint64_t line, uint32_t group) {
+    Line& l = at(line);
+    const bool first = l.last_group != group;
+    l.last_group = group;
+    return first;
+  }
   /// Bytes [first, first + n) of `line` accessed (within the line), read and/or written.
   void use(uint64_t line, unsigned first, unsigned n, uint8_t access) {
     Line& l = at(line);
@@ -132,6 +139,7 @@ class LineSet {
   struct Line {
     uint64_t used[2] = {};
     uint64_t requests = 0;
+    uint32_t last_group = 0;  // the last workgroup that read the line
     uint8_t access = 0;
   };
   static constexpr int kPageBits = 12;
@@ -172,6 +180,7 @@ struct Dispatch {
   bool ftz32 = false;  // FLOAT_MODE flushes f32 denormals
   LaunchCounters counters;
   LineSet lines;  // 128-byte lines touched by global/flat accesses
+  uint32_t group_serial = 0;  // of the workgroup running (1, 2, ...)
 };
 
 struct Workgroup {

@@ -193,6 +193,7 @@ LaunchCounters launch_kernel(const LaunchParams& p, const MemoryMap& memory,
         static_cast<uint32_t>(linear % p.grid[0]),
         static_cast<uint32_t>(linear / p.grid[0] % p.grid[1]),
         static_cast<uint32_t>(linear / (uint64_t{p.grid[0]} * p.grid[1]))};
+    ++d.group_serial;
     wg.lds.resize(d.lds_size);
     fill_fresh(wg.lds, options.poison);
     for (int wi = 0; wi < num_waves; ++wi)

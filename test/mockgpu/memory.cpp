@@ -137,7 +137,11 @@ bool count_global(Wave& w, const MemSpec& sp, const uint64_t* addrs, u32 exec) {
   c.vmem_line_requests += static_cast<uint64_t>(n);
   c.vmem_request_bytes += request;
   bool first = false;
-  for (int i = 0; i < n; ++i) first |= used.request(lines[i]);
+  for (int i = 0; i < n; ++i) {
+    first |= used.request(lines[i]);
+    if (sp.kind != MKind::Store && used.first_in_group(lines[i], w.dispatch->group_serial))
+      ++c.vmem_group_read_lines;
+  }
   return first;
 }
 

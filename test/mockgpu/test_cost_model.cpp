@@ -475,6 +475,18 @@ TEST_CASE("calibration: pointer chases wait the latency of the level their lines
   CHECK(far.read_bytes_infinity > 0);
   CHECK(far.read_bytes_l2 == 0);
   within_row(0.99 * (ti.seconds - ti.overhead_s) / steps, "infinity_latency_s");
+  // Four workgroups chasing the same lines: each CU fetches them, three of four from the L2.
+  {
+    mockgpu::clear_launch_records(UGRAD_MOCKHIP_LIB);
+    uint64_t out = m.upload(std::vector<int32_t>(32)), pn = m.upload(strided);
+    m.run(k, "L_chase", {4, 1, 1}, {32, 1, 1}, {out, pn}, {steps});
+    const LaunchCounters shared = last();
+    CHECK(shared.vmem_distinct_lines == steps + 1);  // and the store's
+    CHECK(shared.vmem_group_read_lines == 4 * steps);
+    const ModeledTime ts = mockgpu::model_launch(shared);
+    CHECK(shared.read_bytes_dram == steps * 128);
+    CHECK(ts.cached_bytes == 3 * steps * 128);
+  }
   // One line, re-read: the first trip is far, the other 63 near.
   std::vector<int32_t> ring(32);
   for (int i = 0; i < 32; ++i) ring[i] = (i + 1) % 32;
