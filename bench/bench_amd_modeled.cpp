@@ -13,13 +13,13 @@
 // hybrid, a group of three Gated DeltaNet layers and one attention layer) and two units, and
 // scales by the unit count: unit = T(2 units) - T(1 unit), the rest of the step (embedding rows,
 // final norm) = T(1 unit) - unit; the units whose types differ (the preset's layer rules) are
-// grouped, and each group is modeled by a unit of its own types. The vocabulary-sized output head runs on its own at its real
-// size (the units' models have a small vocabulary; their small head is subtracted). Launches run
-// every k-th workgroup only (MOCKGPU_SAMPLE, counters scaled), which uniform workgroups allow;
-// the bytes a sampled launch touches in a buffer are scaled with it, at most the buffer's size
-// (an input every workgroup reads counts once). Weights repeat a few
-// drawn rows (DemoModelOptions::distinct_rows): timings do not depend on values. Every figure is
-// a range (the cost model's fast and slow corners) with the model's version and hash.
+// grouped, and each group is modeled by a unit of its own types. The vocabulary-sized output head
+// runs on its own at its real size (the units' models have a small vocabulary; their small head is
+// subtracted). Launches run every k-th workgroup only (MOCKGPU_SAMPLE, counters scaled), which
+// uniform workgroups allow; the bytes a sampled launch touches in a buffer are scaled with it, at
+// most the buffer's size (an input every workgroup reads counts once). Weights repeat a few drawn
+// rows (DemoModelOptions::distinct_rows): timings do not depend on values. Every figure is a range
+// (the cost model's fast and slow corners) with the model's version and hash.
 //   bench_amd_modeled [--json] [0.6b|8b|0.8b|27b ...]   (default: all; --json: one JSON object
 //   per model and workload on stdout, the report on stderr)
 #include <fmt/format.h>
@@ -301,8 +301,8 @@ double dram_rate() {
 
 // Prints a workload's modeled speed (range, version, hash) and its terms, the anchors measured
 // for it, and returns it as a JSON object.
-nlohmann::json report(std::FILE* out, const ModelShape& s, const char* workload,
-                      const char* phase, const Modeled& m, double tokens) {
+nlohmann::json report(std::FILE* out, const ModelShape& s, const char* workload, const char* phase,
+                      const Modeled& m, double tokens) {
   const mockgpu::ModeledSum& t = m.sum;
   const double mid = tokens / t.seconds, low = tokens / t.slow_s, high = tokens / t.fast_s;
   std::fprintf(out, "  %-40s %s tok/s MODELED, %s\n", workload,
@@ -325,21 +325,21 @@ nlohmann::json report(std::FILE* out, const ModelShape& s, const char* workload,
   for (const Anchor& a : s.anchors)
     if (std::string_view(a.phase) == phase)
       anchors.push_back({{"tok_s", a.tokens_per_s}, {"measured_by", a.who}});
-  return {{"model", s.name},
-          {"mixture", s.preset},
-          {"workload", workload},
-          {"tok_s", {{"low", low}, {"mid", mid}, {"high", high}}},
-          {"ms_per_step", {{"low", t.fast_s * 1e3}, {"mid", t.seconds * 1e3},
-                           {"high", t.slow_s * 1e3}}},
-          {"launches", t.launches},
-          {"launch_overhead_ms", t.overhead_s * 1e3},
-          {"dram_bytes", t.dram_bytes},
-          {"cached_bytes", t.cached_bytes},
-          {"spill_bytes", t.scratch_bytes},
-          {"ms_by_bound", terms},
-          {"anchors", anchors},
-          {"cost_model", {{"version", mockgpu::CardModel{}.version},
-                          {"hash", mockgpu::model_hash()}}}};
+  return {
+      {"model", s.name},
+      {"mixture", s.preset},
+      {"workload", workload},
+      {"tok_s", {{"low", low}, {"mid", mid}, {"high", high}}},
+      {"ms_per_step",
+       {{"low", t.fast_s * 1e3}, {"mid", t.seconds * 1e3}, {"high", t.slow_s * 1e3}}},
+      {"launches", t.launches},
+      {"launch_overhead_ms", t.overhead_s * 1e3},
+      {"dram_bytes", t.dram_bytes},
+      {"cached_bytes", t.cached_bytes},
+      {"spill_bytes", t.scratch_bytes},
+      {"ms_by_bound", terms},
+      {"anchors", anchors},
+      {"cost_model", {{"version", mockgpu::CardModel{}.version}, {"hash", mockgpu::model_hash()}}}};
 }
 
 }  // namespace
@@ -396,17 +396,17 @@ int main(int argc, char** argv) {
     std::vector<nlohmann::json> objects;
     const std::string decode = fmt::format("decode at position {} (~tg128, depth 0)", kChunk);
     objects.push_back(report(out, s, decode.c_str(), "decode", whole(&Step::decode), 1));
-    objects.push_back(report(out, s, "prefill chunk of 32 at position 0", "",
-                             whole(&Step::prefill), kChunk));
+    objects.push_back(
+        report(out, s, "prefill chunk of 32 at position 0", "", whole(&Step::prefill), kChunk));
     if (s.prompt > kChunk) {
       // The prompt's chunks: the first and the last modeled, the ones between interpolated (the
       // attention layers' cost grows linearly with the positions); only the last makes logits.
       const int64_t chunks = last_start(s.prompt) / kChunk + 1;
       const Modeled first = whole(&Step::prefill), last = whole(&Step::last_chunk);
       const Modeled prompt = double(chunks) * 0.5 * (first + last) - double(chunks - 1) * head;
-      const std::string name = fmt::format("prompt of {} tokens in {} chunks of 32",
-                                           static_cast<long long>(s.prompt),
-                                           static_cast<long long>(chunks));
+      const std::string name =
+          fmt::format("prompt of {} tokens in {} chunks of 32", static_cast<long long>(s.prompt),
+                      static_cast<long long>(chunks));
       objects.push_back(report(out, s, name.c_str(), "prompt", prompt, double(s.prompt)));
     }
     const Step& one = runs[0].first;

@@ -57,7 +57,7 @@ struct Result {
 
 // The modeled launches since the last clear, one line each; their sum.
 mockgpu::ModeledSum report_launches(const char* shape, GgmlType type, double bytes, double flops,
-                       const std::string& lib) {
+                                    const std::string& lib) {
   mockgpu::ModeledSum sum;
   for (const mockgpu::LaunchRecord& rec : mockgpu::launch_records(lib)) {
     // The kernel's own launch: x's quantization or cast runs before it.

@@ -22,8 +22,7 @@ std::vector<Footprint> footprints(const LineSet& lines, const MemoryMap& memory)
   return out;
 }
 
-void SharedCaches::account(const std::vector<Footprint>& touched, double scale,
-                           LaunchCounters& c) {
+void SharedCaches::account(const std::vector<Footprint>& touched, double scale, LaunchCounters& c) {
   const auto bytes = [&](const Footprint& f, uint64_t lines) {
     const double whole = static_cast<double>((f.size + kLineBytes - 1) / kLineBytes * kLineBytes);
     return std::min(whole, static_cast<double>(lines * kLineBytes) * scale);

@@ -51,8 +51,7 @@ Rates rates(Corner k, Submission submission) {
 }
 
 // One corner of a launch's time; terms and placement are filled into t.
-double corner_time(const LaunchCounters& c, const CardModel& card, const Rates& r,
-                   ModeledTime& t) {
+double corner_time(const LaunchCounters& c, const CardModel& card, const Rates& r, ModeledTime& t) {
   const double scale = c.scale();
   const auto scaled = [&](uint64_t n) { return static_cast<double>(n) * scale; };
   // Placement: a workgroup's waves share one CU (CU mode); the CUs in use run as many
@@ -90,7 +89,10 @@ double corner_time(const LaunchCounters& c, const CardModel& card, const Rates& 
   const double simds = t.simds_used;
   const double wmma_s = scaled(c.count(InstClass::WMMA)) * kWmmaFlops /
                         (r.wmma_flops / (card.cus * card.simds_per_cu)) / simds;
-  const double vector_s = cycles({InstClass::VALU, InstClass::DOT4, InstClass::TRANS, InstClass::VALU64}) / simds / r.clock_hz + wmma_s;
+  const double vector_s =
+      cycles({InstClass::VALU, InstClass::DOT4, InstClass::TRANS, InstClass::VALU64}) / simds /
+          r.clock_hz +
+      wmma_s;
   const double scalar_s =
       cycles({InstClass::SALU, InstClass::SMEM, InstClass::BRANCH, InstClass::VMEM}) / simds /
       r.clock_hz;
@@ -103,13 +105,14 @@ double corner_time(const LaunchCounters& c, const CardModel& card, const Rates& 
   const double slots = simds * t.waves_per_simd;
   const double rounds = std::ceil(static_cast<double>(waves) / slots);
   const double first = read_dram + read_infinity + read_l2;
-  const double far_latency =
-      first > 0 ? (read_dram * r.dram_latency + read_infinity * r.infinity_latency +
-                   read_l2 * r.l2_latency) / first
-                : r.dram_latency;
-  const double far = c.round_trips ? static_cast<double>(c.far_round_trips) /
-                                         static_cast<double>(c.round_trips)
-                                   : 0.0;
+  const double far_latency = first > 0
+                                 ? (read_dram * r.dram_latency +
+                                    read_infinity * r.infinity_latency + read_l2 * r.l2_latency) /
+                                       first
+                                 : r.dram_latency;
+  const double far =
+      c.round_trips ? static_cast<double>(c.far_round_trips) / static_cast<double>(c.round_trips)
+                    : 0.0;
   const double trip = far * far_latency + (1 - far) * r.near_latency;
   t.latency_s = rounds * (static_cast<double>(c.max_wave_round_trips) * trip +
                           static_cast<double>(c.max_wave_instructions) / r.clock_hz);
@@ -137,12 +140,11 @@ const Measurement& measurement(std::string_view key) {
 }
 
 std::string model_hash(const CardModel& card) {
-  std::string text = fmt::format("v{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", card.version, card.cus,
-                                 card.simds_per_cu, static_cast<int>(card.submission),
-                                 card.spec_dram_bytes_per_s, card.lines_per_cu_clock,
-                                 card.max_waves_per_simd, card.vgprs_per_simd_lane,
-                                 card.vgpr_granule, card.lds_per_cu,
-                                 fmt::join(card.issue_cycles, ","));
+  std::string text =
+      fmt::format("v{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", card.version, card.cus, card.simds_per_cu,
+                  static_cast<int>(card.submission), card.spec_dram_bytes_per_s,
+                  card.lines_per_cu_clock, card.max_waves_per_simd, card.vgprs_per_simd_lane,
+                  card.vgpr_granule, card.lds_per_cu, fmt::join(card.issue_cycles, ","));
   for (const Measurement& m : kRows) text += fmt::format("|{}:{:.6g}:{:.6g}", m.key, m.lo, m.hi);
   uint32_t h = 2166136261u;  // FNV-1a
   for (unsigned char ch : text) h = (h ^ ch) * 16777619u;
@@ -189,10 +191,14 @@ void ModeledSum::add(const ModeledTime& t, const LaunchCounters& c) {
 }
 
 ModeledSum& ModeledSum::combine(const ModeledSum& o, double sign) {
-  for (auto [mine, theirs] : {std::pair{&seconds, o.seconds}, {&fast_s, o.fast_s},
-                              {&slow_s, o.slow_s}, {&overhead_s, o.overhead_s},
-                              {&dram_bytes, o.dram_bytes}, {&cached_bytes, o.cached_bytes},
-                              {&scratch_bytes, o.scratch_bytes}, {&launches, o.launches}})
+  for (auto [mine, theirs] : {std::pair{&seconds, o.seconds},
+                              {&fast_s, o.fast_s},
+                              {&slow_s, o.slow_s},
+                              {&overhead_s, o.overhead_s},
+                              {&dram_bytes, o.dram_bytes},
+                              {&cached_bytes, o.cached_bytes},
+                              {&scratch_bytes, o.scratch_bytes},
+                              {&launches, o.launches}})
     *mine += sign * theirs;
   for (size_t i = 0; i < std::size(kModelTerms); ++i) bound_s[i] += sign * o.bound_s[i];
   return *this;

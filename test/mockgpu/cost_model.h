@@ -61,26 +61,26 @@ std::string model_hash(const CardModel& card = {});
 std::string model_name(const CardModel& card = {});
 
 /// The terms of a launch's time, in the order ModeledTime lists them; the largest names its bound.
-inline constexpr const char* kModelTerms[] = {"dram",  "infinity-cache", "l2",     "lines",
-                                              "issue", "lds",            "latency"};
+inline constexpr const char* kModelTerms[] = {"dram", "infinity-cache", "l2", "lines", "issue",
+                                              "lds",  "latency"};
 
 /// A modeled launch: its time at the three corners and, at the middle, the terms and what
 /// decided them.
 struct ModeledTime {
-  double seconds = 0;       // middle corner: overhead + the combined terms
+  double seconds = 0;  // middle corner: overhead + the combined terms
   double fast_s = 0, slow_s = 0;
-  double dram_s = 0;        // bytes from and to DRAM / DRAM rate
-  double infinity_s = 0;    // bytes found in the Infinity Cache / its rate
-  double l2_s = 0;          // bytes found in the L2 (an earlier launch or workgroup read them) / rate
-  double lines_s = 0;       // line requests / (CUs in use x lines per clock)
-  double issue_s = 0;       // busiest SIMD pipe (vector ALU by class plus WMMA, or scalar)
-  double lds_s = 0;         // LDS bank cycles at the CUs in use
-  double latency_s = 0;     // rounds of resident waves x one wave's round trips and instructions
-  double overhead_s = 0;    // per launch, by the submission path
-  const char* bound = "";   // the largest term
-  double dram_bytes = 0;    // whole launch (scaled when sampled), reads and writes
-  double cached_bytes = 0;  // whole launch, reads found in the L2 or the Infinity Cache
-  double useful_bytes = 0;  // distinct bytes the launch reads or writes (scaled)
+  double dram_s = 0;      // bytes from and to DRAM / DRAM rate
+  double infinity_s = 0;  // bytes found in the Infinity Cache / its rate
+  double l2_s = 0;        // bytes found in the L2 (an earlier launch or workgroup read them) / rate
+  double lines_s = 0;     // line requests / (CUs in use x lines per clock)
+  double issue_s = 0;     // busiest SIMD pipe (vector ALU by class plus WMMA, or scalar)
+  double lds_s = 0;       // LDS bank cycles at the CUs in use
+  double latency_s = 0;   // rounds of resident waves x one wave's round trips and instructions
+  double overhead_s = 0;  // per launch, by the submission path
+  const char* bound = "";         // the largest term
+  double dram_bytes = 0;          // whole launch (scaled when sampled), reads and writes
+  double cached_bytes = 0;        // whole launch, reads found in the L2 or the Infinity Cache
+  double useful_bytes = 0;        // distinct bytes the launch reads or writes (scaled)
   double bandwidth_fraction = 0;  // useful bytes / seconds / spec DRAM bandwidth
   int waves_per_simd = 0;         // occupancy
   int simds_used = 0;

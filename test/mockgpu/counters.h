@@ -11,7 +11,18 @@ namespace ugrad::mockgpu {
 /// VALU64: the other f64 arithmetic. Waits and hints: s_waitcnt*, s_barrier, s_nop, s_delay_alu,
 /// s_clause and the other scheduling/cache hints.
 enum class InstClass : uint8_t {
-  VALU, SALU, VMEM, SMEM, LDS, WMMA, DOT4, TRANS, VALU64, BRANCH, WAIT, COUNT
+  VALU,
+  SALU,
+  VMEM,
+  SMEM,
+  LDS,
+  WMMA,
+  DOT4,
+  TRANS,
+  VALU64,
+  BRANCH,
+  WAIT,
+  COUNT
 };
 inline constexpr int kInstClasses = static_cast<int>(InstClass::COUNT);
 inline constexpr const char* kInstClassNames[kInstClasses] = {
@@ -35,9 +46,9 @@ struct LaunchCounters {
   uint64_t inst[kInstClasses] = {};  // wave instructions by class
   uint64_t global_bytes_read = 0;    // global/flat vector loads and atomics, active lanes
   uint64_t global_bytes_written = 0;
-  uint64_t smem_bytes_read = 0;      // scalar loads (kernarg, uniform data)
-  uint64_t vmem_line_requests = 0;   // sum over global/flat instructions of distinct 128 B lines
-  uint64_t vmem_distinct_lines = 0;  // distinct 128 B lines over the launch (DRAM footprint)
+  uint64_t smem_bytes_read = 0;        // scalar loads (kernarg, uniform data)
+  uint64_t vmem_line_requests = 0;     // sum over global/flat instructions of distinct 128 B lines
+  uint64_t vmem_distinct_lines = 0;    // distinct 128 B lines over the launch (DRAM footprint)
   uint64_t vmem_group_read_lines = 0;  // sum over workgroups of the distinct lines each reads
   // Coalescing, as bytes of the lines requested (128 x vmem_line_requests) that are used:
   uint64_t vmem_request_bytes = 0;    // by the requesting instruction (its lanes' union)

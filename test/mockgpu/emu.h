@@ -179,7 +179,7 @@ struct Dispatch {
   uint32_t scratch_per_lane = 0;
   bool ftz32 = false;  // FLOAT_MODE flushes f32 denormals
   LaunchCounters counters;
-  LineSet lines;  // 128-byte lines touched by global/flat accesses
+  LineSet lines;              // 128-byte lines touched by global/flat accesses
   uint32_t group_serial = 0;  // of the workgroup running (1, 2, ...)
 };
 

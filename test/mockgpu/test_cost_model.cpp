@@ -368,9 +368,9 @@ std::pair<LaunchCounters, LaunchCounters> read_twice(uint64_t bytes, int sample)
 // microbenchmark the rows were measured with, and the checks show the model turns their counters
 // back into the measured figures (a model that charged, say, a cached re-read as DRAM fails).
 TEST_CASE("calibration: stream reads from DRAM, the Infinity Cache and the L2") {
-  for (const auto& [mib, key, sample] :
-       {std::tuple{128, "dram_bytes_per_s", 64}, {64, "infinity_bytes_per_s", 32},
-        {4, "l2_bytes_per_s", 4}}) {
+  for (const auto& [mib, key, sample] : {std::tuple{128, "dram_bytes_per_s", 64},
+                                         {64, "infinity_bytes_per_s", 32},
+                                         {4, "l2_bytes_per_s", 4}}) {
     CAPTURE(mib);
     const double bytes = mib * double(1 << 20);
     const auto [cold, warm] = read_twice(uint64_t(mib) << 20, sample);
@@ -524,8 +524,7 @@ TEST_CASE("the card's data: sourced rows, every key the model reads, a hash that
     sourced += m.basis != mockgpu::Basis::Assumption;
   }
   CHECK(sourced >= 12);
-  CHECK_THROWS_WITH(mockgpu::measurement("warp_drive"),
-                    doctest::Contains("no row 'warp_drive'"));
+  CHECK_THROWS_WITH(mockgpu::measurement("warp_drive"), doctest::Contains("no row 'warp_drive'"));
   const std::string name = mockgpu::model_name();
   CHECK(name.rfind("cost model v3 #", 0) == 0);
   CHECK(name.size() == std::string("cost model v3 #").size() + 4);

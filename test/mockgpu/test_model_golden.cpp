@@ -65,14 +65,15 @@ double matvec_us(GgmlType type, int64_t out, int64_t in) {
 }
 
 void check_golden(const char* what, double got, double golden) {
-  MESSAGE(fmt::format("{}: {:.3f} us MODELED ({}), golden {:.3f}", what, got,
-                      mockgpu::model_name(), golden));
+  MESSAGE(fmt::format("{}: {:.3f} us MODELED ({}), golden {:.3f}", what, got, mockgpu::model_name(),
+                      golden));
   CHECK(got == doctest::Approx(golden).epsilon(0.001));
 }
 
 }  // namespace
 
-TEST_CASE("golden: the model's version and the rows' hash are the ones the values were taken with") {
+TEST_CASE(
+    "golden: the model's version and the rows' hash are the ones the values were taken with") {
   CHECK(mockgpu::model_name() == kGoldenModel);
 }
 
@@ -97,15 +98,15 @@ TEST_CASE("golden: decode kernels of the models") {
 
   // Flash decode attention at the 8B's shape over 512 positions.
   const int64_t positions = 512, capacity = positions + 31;
-  Tensor kv[] = {
-      Tensor::full({8, capacity, 128}, 0.25, dtypes::float16, "AMD").contiguous(),
-      Tensor::full({8, capacity, 128}, 0.5, dtypes::float16, "AMD").contiguous(),
-      Tensor::full({1, 32, 128}, 0.1, dtypes::float32, "AMD").contiguous()};
+  Tensor kv[] = {Tensor::full({8, capacity, 128}, 0.25, dtypes::float16, "AMD").contiguous(),
+                 Tensor::full({8, capacity, 128}, 0.5, dtypes::float16, "AMD").contiguous(),
+                 Tensor::full({1, 32, 128}, 0.1, dtypes::float32, "AMD").contiguous()};
   Tensor::realize_all(kv);
   Chunk chunk = make_chunk(1, positions).bind(positions - 1, 1);
   Tensor q = attention_query(kv[2], kv[0], chunk).contiguous();
   q.realize();
   mockgpu::clear_launch_records(UGRAD_MOCKHIP_LIB);
   attention(q, kv[0], kv[1], chunk).realize();
-  check_golden("flash decode attention, 32 heads over 8 of 128, 512 positions", modeled_us(), 10.726);
+  check_golden("flash decode attention, 32 heads over 8 of 128, 512 positions", modeled_us(),
+               10.726);
 }
