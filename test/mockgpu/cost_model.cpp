@@ -34,7 +34,7 @@ struct Rates {
   double near_latency, l2_latency, infinity_latency, dram_latency;
   double launch_s, overlap;
 };
-Rates rates(Corner k, Submission submission) {
+Rates read_rates(Corner k, Submission submission) {
   const Better hi = Better::Higher, lo = Better::Lower;
   return {pick("clock_hz", k, hi),
           pick("dram_bytes_per_s", k, hi),
@@ -48,6 +48,15 @@ Rates rates(Corner k, Submission submission) {
           pick("dram_latency_s", k, lo),
           pick(submission == Submission::Graph ? "graph_launch_s" : "stream_launch_s", k, lo),
           pick("overlap", k, lo)};
+}
+
+// The rows at one corner, read from the table once.
+const Rates& rates(Corner k, Submission submission) {
+  static const Rates table[3][2] = {
+      {read_rates(Corner::Fast, Submission::Stream), read_rates(Corner::Fast, Submission::Graph)},
+      {read_rates(Corner::Mid, Submission::Stream), read_rates(Corner::Mid, Submission::Graph)},
+      {read_rates(Corner::Slow, Submission::Stream), read_rates(Corner::Slow, Submission::Graph)}};
+  return table[static_cast<int>(k)][static_cast<int>(submission)];
 }
 
 // One corner of a launch's time; terms and placement are filled into t.

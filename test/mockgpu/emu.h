@@ -102,18 +102,21 @@ class LineSet {
  public:
   /// Access kinds a line saw (bits).
   static constexpr uint8_t kRead = 1, kWritten = 2;
-  /// A request for `line` (once per instruction that touches it); true on the launch's first.
-  bool request(uint64_t line) {
+  /// What a request for a line was the first of: the launch's requests, the group's reads.
+  struct FirstTouch {
+    bool in_launch = false, read_in_group = false;
+  };
+  /// A request for `line` (once per instruction that touches it) by workgroup `group` (a serial
+  /// number, never 0); `read`: by a load or an atomic.
+  FirstTouch request(uint64_t line, uint32_t group, bool read) {
     Line& l = at(line);
-    const bool first = l.requests++ == 0;
-    count_ += first;
-    return first;
-  }
-  /// True when workgroup `group` (a serial number, never 0) reads `line` for the first time.
-  bool first_in_group(uint64_t line, uint32_t group) {
-    Line& l = at(line);
-    const bool first = l.last_group != group;
-    l.last_group = group;
+    FirstTouch first;
+    first.in_launch = l.requests++ == 0;
+    count_ += first.in_launch;
+    if (read) {
+      first.read_in_group = l.last_group != group;
+      l.last_group = group;
+    }
     return first;
   }
   /// Bytes [first, first + n) of `line` accessed (within the line), read and/or written.

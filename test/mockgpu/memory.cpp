@@ -138,9 +138,10 @@ bool count_global(Wave& w, const MemSpec& sp, const uint64_t* addrs, u32 exec) {
   c.vmem_request_bytes += request;
   bool first = false;
   for (int i = 0; i < n; ++i) {
-    first |= used.request(lines[i]);
-    if (sp.kind != MKind::Store && used.first_in_group(lines[i], w.dispatch->group_serial))
-      ++c.vmem_group_read_lines;
+    const LineSet::FirstTouch t =
+        used.request(lines[i], w.dispatch->group_serial, sp.kind != MKind::Store);
+    first |= t.in_launch;
+    c.vmem_group_read_lines += t.read_in_group;
   }
   return first;
 }
