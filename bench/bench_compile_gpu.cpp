@@ -39,17 +39,17 @@ const DType kDtypes[] = {dtypes::bool_,  dtypes::int8,    dtypes::uint8,    dtyp
 
 UOp binary(DType in, DType out_t, const std::function<UOp(UOp, UOp)>& f) {
   KernelBuilder kb;
-  UOp out = kb.buffer(out_t, 4099), a = kb.buffer(in, 4099), b = kb.buffer(in, 4099);
+  View out = kb.buffer(out_t, {4099}), a = kb.buffer(in, {4099}), b = kb.buffer(in, {4099});
   UOp i = kb.loop(4099);
-  kb.store(out, i, f(kb.load(a, i), kb.load(b, i)));
+  kb.store(out.at(i), f(a(i), b(i)));
   return kb.build();
 }
 
 UOp row_reduce(DType t, Op op, int64_t rows, int64_t K) {
   KernelBuilder kb;
-  UOp out = kb.buffer(t, rows), a = kb.buffer(t, rows * K);
+  View out = kb.buffer(t, {rows}), a = kb.buffer(t, {rows * K});
   UOp i = kb.loop(rows), r = kb.reduce_range(K);
-  kb.store(out, i, KernelBuilder::reduce(kb.load(a, i * K + r), op, {r}));
+  kb.store(out.at(i), reduce(a(i * K + r), op, {r}));
   return kb.build();
 }
 
@@ -72,22 +72,21 @@ std::vector<Case> cases() {
   {
     KernelBuilder kb;
     const int64_t M = 256, N = 256, K = 256;
-    UOp c = kb.buffer(dtypes::float32, M * N), a = kb.buffer(dtypes::float16, M * K),
-        b = kb.buffer(dtypes::float16, K * N);
+    View c = kb.buffer(dtypes::float32, {M * N}), a = kb.buffer(dtypes::float16, {M * K}),
+         b = kb.buffer(dtypes::float16, {K * N});
     UOp i = kb.loop(M), j = kb.loop(N), k = kb.reduce_range(K);
-    UOp prod =
-        kb.load(a, i * K + k).cast(dtypes::float32) * kb.load(b, k * N + j).cast(dtypes::float32);
-    kb.store(c, i * N + j, KernelBuilder::reduce(prod, Op::ADD, {k}));
+    UOp prod = a(i * K + k).cast(dtypes::float32) * b(k * N + j).cast(dtypes::float32);
+    kb.store(c.at(i * N + j), reduce(prod, Op::ADD, {k}));
     out.push_back({"wmma matmul", kb.build()});
   }
   {
     KernelBuilder kb;
     const int64_t rows = 4096, K = 4096;
-    UOp o = kb.buffer(dtypes::int32, rows), w = kb.buffer(dtypes::int8, rows * K),
-        x = kb.buffer(dtypes::int8, K);
+    View o = kb.buffer(dtypes::int32, {rows}), w = kb.buffer(dtypes::int8, {rows * K}),
+         x = kb.buffer(dtypes::int8, {K});
     UOp i = kb.loop(rows), k = kb.reduce_range(K);
-    UOp prod = kb.load(w, i * K + k).cast(dtypes::int32) * kb.load(x, k).cast(dtypes::int32);
-    kb.store(o, i, KernelBuilder::reduce(prod, Op::ADD, {k}));
+    UOp prod = w(i * K + k).cast(dtypes::int32) * x(k).cast(dtypes::int32);
+    kb.store(o.at(i), reduce(prod, Op::ADD, {k}));
     out.push_back({"dot4 matvec", kb.build()});
   }
   return out;

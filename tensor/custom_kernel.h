@@ -3,8 +3,8 @@
 // any generated kernel.
 //
 //   KernelBuilder kb;                                   // slot 0 written, slot 1 read
-//   UOp out = kb.buffer(dtypes::float32, n), in = kb.buffer(dtypes::float32, n);
-//   ... kb.store(out, i, ...);
+//   View out = kb.buffer(dtypes::float32, {n}), in = kb.buffer(dtypes::float32, {n});
+//   ... kb.store(out.at(i), ...);
 //   Tensor y = custom_kernel(kb.build("twice_4096"), {Tensor::empty({n}), x})[0];
 #pragma once
 #include <vector>

@@ -30,11 +30,10 @@ struct Matrix {
   int64_t out, in;
 };
 // The linears of Qwen3-0.6B, Qwen3-8B and Qwen3.6-27B (projections and FFN).
-const std::vector<Matrix> kMatrices = {{2048, 1024}, {1024, 3072}, {4096, 4096},
-                                       {12288, 4096}, {4096, 12288}, {5120, 17408},
-                                       {34816, 5120}};
-const std::vector<GgmlType> kFormats = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q2_K,
-                                        GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
+const std::vector<Matrix> kMatrices = {{2048, 1024},  {1024, 3072},  {4096, 4096}, {12288, 4096},
+                                       {4096, 12288}, {5120, 17408}, {34816, 5120}};
+const std::vector<GgmlType> kFormats = {GgmlType::Q4_0, GgmlType::Q8_0,  GgmlType::Q2_K,
+                                        GgmlType::Q3_K, GgmlType::Q4_K,  GgmlType::Q5_K,
                                         GgmlType::Q6_K, GgmlType::IQ4_XS};
 struct Attention {
   int64_t heads, kv_heads, head_dim;

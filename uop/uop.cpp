@@ -400,5 +400,15 @@ UOp operator*(const UOp& a, int64_t b) { return a * a.const_int_like(b); }
 UOp operator%(const UOp& a, int64_t b) { return a % a.const_int_like(b); }
 UOp operator+(int64_t a, const UOp& b) { return b.const_int_like(a) + b; }
 UOp operator*(int64_t a, const UOp& b) { return b.const_int_like(a) * b; }
+UOp operator&(const UOp& a, const UOp& b) { return a.alu(Op::AND, b); }
+UOp operator|(const UOp& a, const UOp& b) { return a.alu(Op::OR, b); }
+UOp operator^(const UOp& a, const UOp& b) { return a.alu(Op::XOR, b); }
+UOp operator<<(const UOp& a, const UOp& b) { return a.alu(Op::SHL, b); }
+UOp operator>>(const UOp& a, const UOp& b) { return a.alu(Op::SHR, b); }
+UOp operator&(const UOp& a, int64_t b) { return a & a.const_int_like(b); }
+UOp operator|(const UOp& a, int64_t b) { return a | a.const_int_like(b); }
+UOp operator^(const UOp& a, int64_t b) { return a ^ a.const_int_like(b); }
+UOp operator<<(const UOp& a, int64_t b) { return a << a.const_int_like(b); }
+UOp operator>>(const UOp& a, int64_t b) { return a >> a.const_int_like(b); }
 
 }  // namespace ugrad

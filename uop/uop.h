@@ -162,6 +162,17 @@ UOp operator*(const UOp& a, int64_t b);
 UOp operator%(const UOp& a, int64_t b);
 UOp operator+(int64_t a, const UOp& b);
 UOp operator*(int64_t a, const UOp& b);
+// Bitwise operators (AND, OR, XOR, SHL, SHR): on bools & and | are the logical and/or.
+UOp operator&(const UOp& a, const UOp& b);
+UOp operator|(const UOp& a, const UOp& b);
+UOp operator^(const UOp& a, const UOp& b);
+UOp operator<<(const UOp& a, const UOp& b);
+UOp operator>>(const UOp& a, const UOp& b);
+UOp operator&(const UOp& a, int64_t b);
+UOp operator|(const UOp& a, int64_t b);
+UOp operator^(const UOp& a, int64_t b);
+UOp operator<<(const UOp& a, int64_t b);
+UOp operator>>(const UOp& a, int64_t b);
 
 /// The node behind a UOp. Never constructed directly: UOp::make interns it.
 struct UOpNode {

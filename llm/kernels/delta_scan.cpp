@@ -18,53 +18,46 @@ constexpr int64_t kLdsBytes = 64 * 1024;  // a workgroup's LDS on gfx11
 UOp build(int64_t rows, int64_t heads, int64_t dk, int64_t dv, int64_t max_pos,
           const std::string& name) {
   KernelBuilder kb;
-  UOp out = kb.buffer(dtypes::float32, rows * heads * dv);
-  UOp state = kb.buffer(dtypes::float32, heads * dv * dk);
-  UOp q = kb.buffer(dtypes::float32, rows * heads * dk);
-  UOp k = kb.buffer(dtypes::float32, rows * heads * dk);
-  UOp v = kb.buffer(dtypes::float32, rows * heads * dv);
-  UOp beta = kb.buffer(dtypes::float32, rows * heads);
-  UOp log_decay = kb.buffer(dtypes::float32, rows * heads);
+  View out = kb.buffer(dtypes::float32, {rows, heads, dv});
+  View state = kb.buffer(dtypes::float32, {heads, dv, dk});
+  View q = kb.buffer(dtypes::float32, {rows, heads, dk});
+  View k = kb.buffer(dtypes::float32, {rows, heads, dk});
+  View v = kb.buffer(dtypes::float32, {rows, heads, dv});
+  View beta = kb.buffer(dtypes::float32, {rows, heads});
+  View log_decay = kb.buffer(dtypes::float32, {rows, heads});
   UOp head = kb.global(heads), j = kb.local(dv);
   // The chunk's q and k of this head in LDS: [row][q | k | k again][d_k]. The state update
   // reads the second copy of k: a load of its own, so the compiler need not keep the first
   // one's d_k values live (next to the d_k of the state) until the update.
-  UOp qk = kb.lds(dtypes::float32, rows * 3 * dk);
+  View qk = kb.lds(dtypes::float32, {rows, 3, dk});
   std::vector<UOp> stores;
-  for (int64_t it = 0; it * dv < rows * dk; ++it) {
-    const UOp c = j + it * dv;  // element (row c / d_k, dim c % d_k)
-    const UOp gate = (rows * dk) % dv ? c.lt(rows * dk) : UOp();
-    const UOp row = c.idiv(dk), i = c % dk, src = (row * heads + head) * dk + i;
-    const UOp kv = kb.load(k, src);
-    stores.push_back(KernelBuilder::lds_store(qk, (row * 3) * dk + i, kb.load(q, src), gate));
-    stores.push_back(KernelBuilder::lds_store(qk, (row * 3 + 1) * dk + i, kv, gate));
-    stores.push_back(KernelBuilder::lds_store(qk, (row * 3 + 2) * dk + i, kv, gate));
-  }
-  UOp shared = KernelBuilder::barrier(qk, stores);
-  std::vector<UOp> s(static_cast<size_t>(dk));
+  for_each_item(j, dv, rows * dk, [&](const UOp& c, const UOp& gate) {
+    const UOp row = c.idiv(dk), i = c % dk, kv = k(row, head, i);
+    stores.push_back(lds_store(qk.at(row, 0, i), q(row, head, i), gate));
+    stores.push_back(lds_store(qk.at(row, 1, i), kv, gate));
+    stores.push_back(lds_store(qk.at(row, 2, i), kv, gate));
+  });
+  View shared = barrier(qk, stores);
   // A sequence's first chunk starts from zeros: the old state is not read at all (a fresh buffer
   // may hold anything, NaN included).
-  const UOp continues = UOp::variable("start_pos", 0, max_pos).ne(UOp::cnst_int(dtypes::index, 0));
-  for (int64_t i = 0; i < dk; ++i) s[i] = kb.load(state, (head * dv + j) * dk + i, continues);
-  const UOp log2e = UOp::cnst(dtypes::float32, 1.0 / std::log(2.0));
+  const UOp continues = UOp::variable("start_pos", 0, max_pos).ne(idx(0));
+  std::vector<UOp> s =
+      generate(dk, [&](int64_t i) { return load(state.at(head, j, i), continues); });
+  const UOp log2e = f32(1.0 / std::log(2.0));
   for (int64_t t = 0; t < rows; ++t) {
-    const UOp at = UOp::cnst_int(dtypes::index, t * heads) + head;
-    const UOp decay = (kb.load(log_decay, at) * log2e).alu(Op::EXP2), b = kb.load(beta, at);
-    const auto row = [&](int64_t part, int64_t i) {
-      return kb.load(shared, UOp::cnst_int(dtypes::index, (t * 3 + part) * dk + i));
-    };
-    UOp p, sq, kq;
+    const UOp decay = (log_decay(t, head) * log2e).alu(Op::EXP2), b = beta(t, head);
+    const View row = shared[t];  // [q | k | k again][d_k]
+    std::vector<UOp> p, sq, kq;
     for (int64_t i = 0; i < dk; ++i) {
-      const UOp qi = row(0, i), ki = row(1, i);
-      p = p ? p + s[i] * ki : s[i] * ki;
-      sq = sq ? sq + s[i] * qi : s[i] * qi;
-      kq = kq ? kq + ki * qi : ki * qi;
+      p.push_back(s[i] * row(1, i));
+      sq.push_back(s[i] * row(0, i));
+      kq.push_back(row(1, i) * row(0, i));
     }
-    const UOp u = b * (kb.load(v, at * dv + j) - decay * p);
-    kb.store(out, at * dv + j, decay * sq + u * kq);
+    const UOp u = b * (v(t, head, j) - decay * sum(p));
+    kb.store(out.at(t, head, j), decay * sum(sq) + u * sum(kq));
     for (int64_t i = 0; i < dk; ++i) s[i] = decay * s[i] + u * row(2, i);
   }
-  for (int64_t i = 0; i < dk; ++i) kb.store(state, (head * dv + j) * dk + i, s[i]);
+  for (int64_t i = 0; i < dk; ++i) kb.store(state.at(head, j, i), s[i]);
   return kb.build(name);
 }
 

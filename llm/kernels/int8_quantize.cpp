@@ -17,39 +17,30 @@ namespace {
 constexpr int64_t kGroup = 64;  // work-items per workgroup, one block of 32 values each
 constexpr size_t kRecentInputs = 4;
 
-UOp f32(double v) { return UOp::cnst(dtypes::float32, v); }
-
 UOp build(int64_t rows, int64_t in, const std::string& name) {
   const int64_t blocks = rows * in / kInt8Block;
   KernelBuilder kb;
-  UOp words = kb.buffer(dtypes::int32, rows * in / 4);
-  UOp scale = kb.buffer(dtypes::float32, blocks);
-  UOp x = kb.buffer(dtypes::float32, rows * in);
+  View words = kb.buffer(dtypes::int32, {blocks, kInt8Block / 4});
+  View scale = kb.buffer(dtypes::float32, {blocks});
+  View x = kb.buffer(dtypes::float32, {blocks, kInt8Block});
   UOp i = kb.global((blocks + kGroup - 1) / kGroup) * kGroup + kb.local(kGroup);
-  UOp ok = i.lt(blocks), block = i.lt(blocks).where(i, UOp::cnst_int(dtypes::index, blocks - 1));
-  std::vector<UOp> v;
+  UOp ok = i.lt(blocks), block = ok.where(i, idx(blocks - 1));
+  const std::vector<UOp> v = generate(kInt8Block, [&](int64_t e) { return x(block, e); });
   UOp amax = f32(0.0);
-  for (int64_t e = 0; e < kInt8Block; ++e) {
-    v.push_back(kb.load(x, block * kInt8Block + e));
-    amax = amax.max(v.back().lt(f32(0.0)).where(-v.back(), v.back()));
-  }
+  for (const UOp& e : v) amax = amax.max(e.lt(f32(0.0)).where(-e, e));
   // The tensor path's arithmetic (int8_rows.cpp; a / b is a * recip(b) there): v * (127 / amax),
   // halves away from zero.
   const UOp inv = f32(0.0).lt(amax).where(f32(127.0) * amax.alu(Op::RECIP), f32(0.0));
   for (int64_t w = 0; w < kInt8Block / 4; ++w) {
-    UOp word = UOp::cnst_int(dtypes::uint32, 0);
+    UOp word = u32(0);
     for (int64_t b = 0; b < 4; ++b) {
       const UOp s = v[4 * w + b] * inv;
       const UOp q = (s + s.lt(f32(0.0)).where(f32(-0.5), f32(0.5))).alu(Op::TRUNC);
-      const UOp byte = q.cast(dtypes::int32)
-                           .cast(dtypes::uint32)
-                           .alu(Op::AND, UOp::cnst_int(dtypes::uint32, 255));
-      word = word.alu(Op::OR, byte.alu(Op::SHL, UOp::cnst_int(dtypes::uint32, 8 * b)));
+      word = word | ((q.cast(dtypes::int32).cast(dtypes::uint32) & u32(255)) << u32(8 * b));
     }
-    kb.store(words, block * (kInt8Block / 4) + w, UOp::make(Op::BITCAST, dtypes::int32, {word}),
-             ok);
+    kb.store(words.at(block, w), bitcast(word, dtypes::int32), ok);
   }
-  kb.store(scale, block, amax * f32(1.0 / 127.0), ok);
+  kb.store(scale.at(block), amax * f32(1.0 / 127.0), ok);
   return kb.build(name);
 }
 

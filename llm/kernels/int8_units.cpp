@@ -11,26 +11,18 @@
 namespace ugrad::llm {
 namespace {
 
-UOp u32(int64_t v) { return UOp::cnst_int(dtypes::uint32, v); }
 UOp u64(int64_t v) { return UOp::cnst_int(dtypes::uint64, v); }
-UOp f32(double v) { return UOp::cnst(dtypes::float32, v); }
-UOp index(int64_t v) { return UOp::cnst_int(dtypes::index, v); }
-UOp operator&(const UOp& a, int64_t m) { return a.alu(Op::AND, a.const_int_like(m)); }
-UOp operator|(const UOp& a, const UOp& b) { return a.alu(Op::OR, b); }
-UOp shr(const UOp& a, const UOp& s) { return a.alu(Op::SHR, s); }
-UOp shr(const UOp& a, int64_t s) { return shr(a, a.const_int_like(s)); }
-UOp shl(const UOp& a, int64_t s) { return a.alu(Op::SHL, a.const_int_like(s)); }
 // An index expression as a uint32 shift amount or operand.
 UOp as_u32(const UOp& i) { return i.cast(dtypes::uint32); }
 UOp to_f32(const UOp& v) { return v.cast(dtypes::float32); }
-UOp as_levels(const UOp& w) { return UOp::make(Op::BITCAST, dtypes::int32, {w}); }
+UOp as_levels(const UOp& w) { return bitcast(w, dtypes::int32); }
 
 // Byte k (an index expression in [0, 4 * words.size())) of little-endian words, as uint32.
 UOp select_byte(const std::vector<UOp>& words, const UOp& k) {
   UOp w = words.back();
   for (int64_t i = static_cast<int64_t>(words.size()) - 2; i >= 0; --i)
     w = k.lt(4 * (i + 1)).where(words[i], w);
-  return shr(w, as_u32(k % 4) * 8) & 255;
+  return (w >> (as_u32(k % 4) * 8)) & 255;
 }
 
 // The 16 bytes at `off`, as 4 words.
@@ -48,7 +40,7 @@ Unit nibble_halves(const std::array<UOp, 4>& q, const UOp& first, const UOp& sca
   Unit u(2);
   for (int k = 0; k < 4; ++k) {
     u[0].levels[k] = as_levels(q[k] & kLow4);
-    u[1].levels[k] = as_levels(shr(q[k], 4) & kLow4);
+    u[1].levels[k] = as_levels((q[k] >> 4) & kLow4);
   }
   u[0] = {u[0].levels, first, scale, min};
   u[1] = {u[1].levels, first + 16, scale, min};
@@ -56,19 +48,19 @@ Unit nibble_halves(const std::array<UOp, 4>& q, const UOp& first, const UOp& sca
 }
 
 // Q4_0: one unit per block; value = d * (q - 8).
-Unit q4_0_unit(const BlockBytes& b, const UOp&, const UOp&) {
+Unit q4_0_unit(const BlockBytes& b, const UOp&, const View&) {
   UOp d = b.f16(q4_0::kD);
-  return nibble_halves(words16(b, index(q4_0::kQs), false), index(0), d, d * f32(q4_0::kOffset));
+  return nibble_halves(words16(b, idx(q4_0::kQs), false), idx(0), d, d * f32(q4_0::kOffset));
 }
 
 // Q8_0: one unit per block, elements 0..15 and 16..31; value = d * q (int8).
-Unit q8_0_unit(const BlockBytes& b, const UOp&, const UOp&) {
+Unit q8_0_unit(const BlockBytes& b, const UOp&, const View&) {
   UOp d = b.f16(q8_0::kD);
   Unit u(2);
   for (int h = 0; h < 2; ++h) {
-    std::array<UOp, 4> q = words16(b, index(q8_0::kQs + 16 * h), false);
+    std::array<UOp, 4> q = words16(b, idx(q8_0::kQs + 16 * h), false);
     for (int k = 0; k < 4; ++k) u[h].levels[k] = as_levels(q[k]);
-    u[h].element = index(16 * h);
+    u[h].element = idx(16 * h);
     u[h].scale = d;
   }
   return u;
@@ -80,9 +72,9 @@ Unit q8_0_unit(const BlockBytes& b, const UOp&, const UOp&) {
 // Q5_K adds the fifth bit of element l of sub-block s: bit s of qh[l].
 Unit k4_unit(const BlockBytes& b, const UOp& j, size_t qs, int64_t qh) {
   const UOp g = j.idiv(2), h = j % 2;
-  std::array<UOp, 4> q = words16(b, index(static_cast<int64_t>(qs)) + g * 32 + h * 16, true);
+  std::array<UOp, 4> q = words16(b, idx(static_cast<int64_t>(qs)) + g * 32 + h * 16, true);
   std::array<UOp, 4> high;
-  if (qh >= 0) high = words16(b, index(qh) + h * 16, true);
+  if (qh >= 0) high = words16(b, idx(qh) + h * 16, true);
   const std::vector<UOp> packed{b.word(q4_k::kScales), b.word(q4_k::kScales + 4),
                                 b.word(q4_k::kScales + 8)};
   const UOp d = b.f16(q4_k::kD), dmin = b.f16(q4_k::kDmin);
@@ -90,26 +82,26 @@ Unit k4_unit(const BlockBytes& b, const UOp& j, size_t qs, int64_t qh) {
   for (int half = 0; half < 2; ++half) {
     const UOp s = g * 2 + half;  // the sub-block
     for (int k = 0; k < 4; ++k) {
-      UOp lv = shr(q[k], 4 * half) & kLow4;
-      if (qh >= 0) lv = lv | shl(shr(high[k], as_u32(s)) & 0x01010101, 4);
+      UOp lv = (q[k] >> (4 * half)) & kLow4;
+      if (qh >= 0) lv = lv | (((high[k] >> as_u32(s)) & 0x01010101) << 4);
       u[half].levels[k] = as_levels(lv);
     }
     // Sub-blocks 0-3: the low 6 bits of bytes s and s+4; 4-7: the nibbles of byte s+4 with the
     // top 2 bits of bytes s-4 and s.
     const UOp lo = s.lt(4), hi_byte = select_byte(packed, s + 4);
     const UOp sc = lo.where(select_byte(packed, s) & 63,
-                            (hi_byte & 15) | shl(shr(select_byte(packed, s % 4), 6), 4));
-    const UOp m = lo.where(hi_byte & 63, shr(hi_byte, 4) | shl(shr(select_byte(packed, s), 6), 4));
+                            (hi_byte & 15) | ((select_byte(packed, s % 4) >> 6) << 4));
+    const UOp m = lo.where(hi_byte & 63, (hi_byte >> 4) | ((select_byte(packed, s) >> 6) << 4));
     u[half].element = s * 32 + h * 16;
     u[half].scale = d * to_f32(sc);
     u[half].min = dmin * to_f32(m);
   }
   return u;
 }
-Unit q4_k_unit(const BlockBytes& b, const UOp& j, const UOp&) {
+Unit q4_k_unit(const BlockBytes& b, const UOp& j, const View&) {
   return k4_unit(b, j, q4_k::kQs, -1);
 }
-Unit q5_k_unit(const BlockBytes& b, const UOp& j, const UOp&) {
+Unit q5_k_unit(const BlockBytes& b, const UOp& j, const View&) {
   return k4_unit(b, j, q5_k::kQs, static_cast<int64_t>(q5_k::kQh));
 }
 
@@ -117,11 +109,10 @@ Unit q5_k_unit(const BlockBytes& b, const UOp& j, const UOp&) {
 // qh[32n + 16h ..]: the low nibbles with qh bits 2a, 2a+1 are elements 128n + 32a + 16h + i
 // (sub-block 8n + 2a + h), the high nibbles with bits 4+2a, 5+2a the same plus 64 (sub-block
 // + 4). value = d * scale[s] * (q - 32), scale int8.
-Unit q6_k_unit(const BlockBytes& b, const UOp& j, const UOp&) {
+Unit q6_k_unit(const BlockBytes& b, const UOp& j, const View&) {
   const UOp n = j.idiv(4), a = j.idiv(2) % 2, h = j % 2;
   std::array<UOp, 4> ql = words16(b, n * 64 + a * 32 + h * 16, false);
-  std::array<UOp, 4> qh =
-      words16(b, index(static_cast<int64_t>(q6_k::kQh)) + n * 32 + h * 16, false);
+  std::array<UOp, 4> qh = words16(b, idx(static_cast<int64_t>(q6_k::kQh)) + n * 32 + h * 16, false);
   const UOp d = b.f16(q6_k::kD);
   std::vector<UOp> scales;
   for (int64_t k = 0; k < 16; k += 4) scales.push_back(b.word(q6_k::kScales + k));
@@ -130,7 +121,7 @@ Unit q6_k_unit(const BlockBytes& b, const UOp& j, const UOp&) {
     const UOp hshift = as_u32(a * 2 + 4 * half);
     for (int k = 0; k < 4; ++k)
       u[half].levels[k] =
-          as_levels((shr(ql[k], 4 * half) & kLow4) | shl(shr(qh[k], hshift) & 0x03030303, 4));
+          as_levels(((ql[k] >> (4 * half)) & kLow4) | (((qh[k] >> hshift) & 0x03030303) << 4));
     const UOp s = n * 8 + a * 2 + h + 4 * half;
     const UOp sc = select_byte(scales, s).cast(dtypes::uint8).cast(dtypes::int8);
     u[half].element = n * 128 + a * 32 + h * 16 + 64 * half;
@@ -146,14 +137,14 @@ Unit q6_k_unit(const BlockBytes& b, const UOp& j, const UOp&) {
 Unit two_bit_unit(const BlockBytes& b, const UOp& j, size_t qs, int64_t hmask,
                   const std::function<std::pair<UOp, UOp>(const UOp& sub_block)>& scale_min) {
   const UOp h = j.idiv(2), m = j % 2;
-  std::array<UOp, 4> q = words16(b, index(static_cast<int64_t>(qs)) + h * 32 + m * 16, true);
+  std::array<UOp, 4> q = words16(b, idx(static_cast<int64_t>(qs)) + h * 32 + m * 16, true);
   std::array<UOp, 4> high;
-  if (hmask >= 0) high = words16(b, index(hmask) + m * 16, true);
+  if (hmask >= 0) high = words16(b, idx(hmask) + m * 16, true);
   Unit u(4);
   for (int s = 0; s < 4; ++s) {
     for (int k = 0; k < 4; ++k) {
-      UOp lv = shr(q[k], 2 * s) & 0x03030303;
-      if (hmask >= 0) lv = lv | shl(shr(high[k], as_u32(h * 4 + s)) & 0x01010101, 2);
+      UOp lv = (q[k] >> (2 * s)) & 0x03030303;
+      if (hmask >= 0) lv = lv | (((high[k] >> as_u32(h * 4 + s)) & 0x01010101) << 2);
       u[s].levels[k] = as_levels(lv);
     }
     u[s].element = h * 128 + m * 16 + 32 * s;
@@ -163,26 +154,26 @@ Unit two_bit_unit(const BlockBytes& b, const UOp& j, size_t qs, int64_t hmask,
 }
 
 // Q2_K: value = d * (scales[s] & 15) * q - dmin * (scales[s] >> 4).
-Unit q2_k_unit(const BlockBytes& b, const UOp& j, const UOp&) {
+Unit q2_k_unit(const BlockBytes& b, const UOp& j, const View&) {
   std::vector<UOp> scales;
   for (int64_t k = 0; k < 16; k += 4) scales.push_back(b.word(q2_k::kScales + k));
   const UOp d = b.f16(q2_k::kD), dmin = b.f16(q2_k::kDmin);
   return two_bit_unit(b, j, q2_k::kQs, -1, [&](const UOp& s) {
     const UOp byte = select_byte(scales, s);
-    return std::pair{d * to_f32(byte & 15), dmin * to_f32(shr(byte, 4))};
+    return std::pair{d * to_f32(byte & 15), dmin * to_f32(byte >> 4)};
   });
 }
 
 // Q3_K: value = d * (sc - 32) * (q - 4), the 6-bit sc from nibble s / 8 of scales[s % 8] and
 // bits 2(s / 4).. of scales[8 + s % 4] (unpack_scale_q3_k).
-Unit q3_k_unit(const BlockBytes& b, const UOp& j, const UOp&) {
+Unit q3_k_unit(const BlockBytes& b, const UOp& j, const View&) {
   std::vector<UOp> packed;
   for (int64_t k = 0; k < q3_k::kScaleBytes; k += 4) packed.push_back(b.word(q3_k::kScales + k));
   const UOp d = b.f16(q3_k::kD);
   return two_bit_unit(b, j, q3_k::kQs, static_cast<int64_t>(q3_k::kHmask), [&](const UOp& s) {
-    const UOp low = shr(select_byte(packed, s % 8), as_u32(s.idiv(8)) * 4) & 15;
-    const UOp high = shr(select_byte(packed, s % 4 + 8), as_u32(s.idiv(4)) * 2) & 3;
-    const UOp scale = d * (to_f32(low | shl(high, 4)) - f32(q3_k::kScaleOffset));
+    const UOp low = (select_byte(packed, s % 8) >> (as_u32(s.idiv(8)) * 4)) & 15;
+    const UOp high = (select_byte(packed, s % 4 + 8) >> (as_u32(s.idiv(4)) * 2)) & 3;
+    const UOp scale = d * (to_f32(low | (high << 4)) - f32(q3_k::kScaleOffset));
     return std::pair{scale, scale * f32(q3_k::kOffset)};
   });
 }
@@ -190,20 +181,19 @@ Unit q3_k_unit(const BlockBytes& b, const UOp& j, const UOp&) {
 // IQ4_XS: unit j = sub-block j, its 16 quant bytes as Q4_0's; each nibble's level from the
 // table (kIQ4NLValues), 4 at a time by quant byte; value = d * (ls - 32) * level with the 6-bit
 // ls from scales_l (4 bits) and scales_h (2 bits).
-Unit iq4_xs_unit(const BlockBytes& b, const UOp& j, const UOp& table) {
+Unit iq4_xs_unit(const BlockBytes& b, const UOp& j, const View& table) {
   const UOp head = b.word(iq4_xs::kD), lows = b.word(iq4_xs::kScalesL), d = b.f16(iq4_xs::kD);
-  const UOp low = shr(select_byte({lows}, j.idiv(2)), as_u32(j % 2) * 4) & 15;
-  const UOp ls = low | shl(shr(shr(head, 16), as_u32(j) * 2) & 3, 4);
+  const UOp low = (select_byte({lows}, j.idiv(2)) >> (as_u32(j % 2) * 4)) & 15;
+  const UOp ls = low | ((((head >> 16) >> (as_u32(j) * 2)) & 3) << 4);
   const UOp scale = d * (to_f32(ls) - f32(iq4_xs::kScaleOffset));
-  std::array<UOp, 4> q = words16(b, index(static_cast<int64_t>(iq4_xs::kQs)) + j * 16, true);
-  const KernelBuilder& kb = *b.kb;
+  std::array<UOp, 4> q = words16(b, idx(static_cast<int64_t>(iq4_xs::kQs)) + j * 16, true);
   Unit u(2);
   for (int k = 0; k < 4; ++k) {
     UOp lo = u32(0), hi = u32(0);
     for (int i = 0; i < 4; ++i) {
-      const UOp e = kb.load(table, (shr(q[k], 8 * i) & 255).cast(dtypes::index));
-      lo = lo | shl(e & 255, 8 * i);
-      hi = hi | shl(shr(e, 8) & 255, 8 * i);
+      const UOp e = table(((q[k] >> (8 * i)) & 255).cast(dtypes::index));
+      lo = lo | ((e & 255) << (8 * i));
+      hi = hi | (((e >> 8) & 255) << (8 * i));
     }
     u[0].levels[k] = as_levels(lo);
     u[1].levels[k] = as_levels(hi);
@@ -223,9 +213,7 @@ const UnitFormat kFormats[] = {
 
 }  // namespace
 
-UOp BlockBytes::load(const UOp& i, const UOp& gate) const {
-  return gate ? kb->load(words, i, gate) : kb->load(words, i);
-}
+UOp BlockBytes::load(const UOp& i, const UOp& gate) const { return ugrad::load(words.at(i), gate); }
 
 UOp BlockBytes::word(const UOp& off, bool off_aligned) const {
   const UOp at = start + off;
@@ -234,17 +222,17 @@ UOp BlockBytes::word(const UOp& off, bool off_aligned) const {
   // word is read only when the bytes reach into it.
   const UOp first = at.idiv(4), shift = as_u32(at % 4) * 8;
   const UOp lo = load(first).cast(dtypes::uint64);
-  const UOp hi = load(first + 1, (at % 4).ne(index(0))).cast(dtypes::uint64);
-  return shr(lo | hi.alu(Op::SHL, u64(32)), shift.cast(dtypes::uint64)).cast(dtypes::uint32);
+  const UOp hi = load(first + 1, (at % 4).ne(idx(0))).cast(dtypes::uint64);
+  return ((lo | (hi << u64(32))) >> shift.cast(dtypes::uint64)).cast(dtypes::uint32);
 }
-UOp BlockBytes::word(int64_t off) const { return word(index(off), off % 4 == 0); }
+UOp BlockBytes::word(int64_t off) const { return word(idx(off), off % 4 == 0); }
 
 UOp BlockBytes::f16(int64_t off) const {
   // One load: the word holding both bytes (an even offset never straddles two words).
   const UOp at = start + off;
   const UOp w = aligned4 ? word(off & ~int64_t{3}) : load(at.idiv(4));
   const UOp shift = aligned4 ? u32(off % 4 * 8) : as_u32(at % 4) * 8;
-  const UOp bits = (shr(w, shift) & 0xFFFF).cast(dtypes::uint16);
+  const UOp bits = ((w >> shift) & 0xFFFF).cast(dtypes::uint16);
   return to_f32(UOp::make(Op::BITCAST, dtypes::float16, {bits}));
 }
 
@@ -254,21 +242,9 @@ const UnitFormat* unit_format(GgmlType type) {
   return nullptr;
 }
 
-UOp last_at_most(const UOp& i, int64_t last) {
-  if (i.vmax() <= last) return i;
-  const UOp l = i.const_int_like(last);
-  return i.lt(l).where(i, l);
-}
-
-UOp table_in_lds(KernelBuilder& kb, const UOp& table, const UOp& thread, int64_t threads) {
-  UOp lds = kb.lds(dtypes::uint32, 256);
-  std::vector<UOp> stores;
-  for (int64_t i = 0; i < 256; i += threads) {
-    const UOp e = thread + i, in_table = threads > 256 ? e.lt(256) : UOp();
-    const UOp v = in_table ? kb.load(table, e, in_table) : kb.load(table, e);
-    stores.push_back(KernelBuilder::lds_store(lds, e, v, in_table));
-  }
-  return KernelBuilder::barrier(lds, stores);
+View table_in_lds(KernelBuilder& kb, const View& table, const UOp& thread, int64_t threads) {
+  return copy_to_lds(kb, dtypes::uint32, 256, thread, threads,
+                     [&](const UOp& e, const UOp& gate) { return load(table.at(e), gate); });
 }
 
 UnitRow unit_row(const UnitFormat& f, int64_t in) {

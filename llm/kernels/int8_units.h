@@ -21,8 +21,7 @@ namespace ugrad::llm {
 
 /// Byte reads of one quant block from a kernel buffer of uint32 words (the matrix's bytes).
 struct BlockBytes {
-  const KernelBuilder* kb;
-  UOp words;        // the uint32 buffer parameter
+  View words;       // the uint32 buffer parameter
   UOp start;        // the block's first byte (an index expression)
   bool aligned4{};  // whether every block starts at a multiple of 4 bytes
   /// uint32 of bytes [start + off, start + off + 4), off even (and a multiple of 4 if aligned4,
@@ -51,19 +50,15 @@ struct UnitFormat {
   bool uses_table;      // levels are looked up in a 256-entry table (int8_unit_table)
   /// Unit `j` (an index expression in [0, units_per_block)) of the block `b`. `table` is the
   /// table as an LDS array when uses_table.
-  Unit (*unit)(const BlockBytes& b, const UOp& j, const UOp& table);
+  Unit (*unit)(const BlockBytes& b, const UOp& j, const View& table);
 };
 
 /// The form of `type`, or null when it has none.
 const UnitFormat* unit_format(GgmlType type);
 
-/// min(i, last) for an index expression: a lane past the end of a ragged shape reads the last
-/// element again (and its share is dropped), so its loads need no gate.
-UOp last_at_most(const UOp& i, int64_t last);
-
 /// The table parameter `table` (unit_table) copied into LDS by work-items `thread` of `threads`
 /// (a multiple of 256 or a divisor), as the array to read after the barrier.
-UOp table_in_lds(KernelBuilder& kb, const UOp& table, const UOp& thread, int64_t threads);
+View table_in_lds(KernelBuilder& kb, const View& table, const UOp& thread, int64_t threads);
 
 /// A row of `in` elements of a format with a form, as the kernels walk it.
 struct UnitRow {

@@ -13,9 +13,7 @@ namespace {
 // splitting the units and 1 feature tile per workgroup the kernel is issue-bound at 40% of the
 // WMMA peak; 4 waves x 2 tiles 24%, 8 x 2 37%, 16 x 2 37%, 4 x 1 37%, 2 x 1 16% (latency-bound:
 // too few waves to hide a round trip per unit).
-constexpr int64_t kLanes = 32, kWaves = 16, kTile = 16, kRowTiles = kWmmaRows / kTile;
-// Feature tiles per workgroup: each A fragment (x) serves this many B fragments.
-constexpr int64_t kFeatureTiles = 1;
+constexpr int64_t kWaves = 16, kTile = kWmmaTile, kRowTiles = kWmmaRows / kTile;
 
 // A piece's 16 levels as the f16 values scale * level - min: a B fragment (zeros where `valid`
 // is false, if given), built in pairs of halves. OR-ing a level byte into the low half of 0x6400
@@ -27,97 +25,78 @@ constexpr int64_t kFeatureTiles = 1;
 UOp dequantized(const UnitPiece& p, bool signed_levels, const UOp& valid) {
   const auto pair = [](const UOp& v) {
     const UOp h = v.cast(dtypes::float16);
-    return KernelBuilder::vectorize({h, h});
+    return vectorize({h, h});
   };
   const UOp scale = pair(p.scale), min = p.min ? pair(p.min) : UOp();
-  const UOp base = pair(UOp::cnst(dtypes::float32, signed_levels ? 1152.0 : 1024.0));
-  const auto u32 = [](uint32_t c) { return UOp::cnst(dtypes::uint32, c); };
+  const UOp base = pair(f32(signed_levels ? 1152.0 : 1024.0));
   std::vector<UOp> words;
   for (const UOp& level_word : p.levels) {
     UOp w = level_word.cast(dtypes::uint32);
-    if (signed_levels) w = w.alu(Op::XOR, u32(0x80808080u));
-    for (const UOp& bytes : {w, w.alu(Op::SHR, u32(8))}) {
-      const UOp magic = bytes.alu(Op::AND, u32(0x00FF00FFu)).alu(Op::OR, u32(0x64006400u));
-      UOp value = (UOp::make(Op::BITCAST, dtypes::float16.vec(2), {magic}) - base) * scale;
+    if (signed_levels) w = w ^ u32(0x80808080u);
+    for (const UOp& bytes : {w, w >> u32(8)}) {
+      const UOp magic = (bytes & u32(0x00FF00FFu)) | u32(0x64006400u);
+      UOp value = (bitcast(magic, dtypes::float16.vec(2)) - base) * scale;
       if (min) value = value - min;
-      UOp packed = UOp::make(Op::BITCAST, dtypes::uint32, {value});
+      UOp packed = bitcast(value, dtypes::uint32);
       if (valid) packed = valid.where(packed, u32(0));
       words.push_back(packed);
     }
   }
-  return UOp::make(Op::BITCAST, dtypes::float16.vec(kTile), {KernelBuilder::vectorize(words)});
+  return bitcast(vectorize(words), dtypes::float16.vec(kTile));
 }
 
 UOp build(const UnitFormat& f, int64_t out, int64_t in, const std::string& name) {
   const auto [block_elems, block_bytes, row_bytes, units] = unit_row(f, in);
   const int64_t tiles = out / kTile;
   KernelBuilder kb;
-  UOp y = kb.buffer(dtypes::float32, kWmmaRows * out);
-  UOp w = kb.buffer(dtypes::uint32, out * row_bytes / 4);
-  UOp x = kb.buffer(dtypes::uint32, kWmmaRows * in / 2);  // tiled_halves(x)
-  UOp table = f.uses_table ? kb.buffer(dtypes::uint32, 256) : UOp();
-  UOp lane = kb.local(kLanes), wave = kb.local(kWaves);
-  UOp group = kb.global(ceil_div(tiles, kFeatureTiles));
-  UOp row = lane % kTile, half = lane.idiv(kTile);
-  if (f.uses_table) table = table_in_lds(kb, table, wave * kLanes + lane, kLanes * kWaves);
-  // The waves of a workgroup split the units of a row between them (wave w: w, w + 4, ...).
+  View y = kb.buffer(dtypes::float32, {kWmmaRows, out});
+  View w = kb.buffer(dtypes::uint32, {out * row_bytes / 4});
+  // tiled_halves(x): [column / 16][column % 16 / 8][row][4 words of 2 halves].
+  View x = kb.buffer(dtypes::uint32, {in / kTile, 2, kWmmaRows, 4});
+  View table = f.uses_table ? kb.buffer(dtypes::uint32, {256}) : View();
+  const WmmaLane lane{kb.local(kWave)};
+  UOp wave = kb.local(kWaves), tile = kb.global(tiles);
+  const UOp row = lane.col();
+  if (f.uses_table) table = table_in_lds(kb, table, wave * kWave + lane.lane, kWave * kWaves);
+  // The waves of a workgroup split the units of a row between them (wave w: w, w + 16, ...).
   UOp step = kb.reduce_range(ceil_div(units, kWaves));
-  // Past the last unit or feature tile (a ragged shape), a lane reads the last one again: its
-  // B fragment is zeroed (units) or its result not stored (tiles), and no load needs a gate.
+  // Past the last unit (a ragged shape), a lane reads the last one again: its B fragment is
+  // zeroed, and no load needs a gate.
   UOp u = last_at_most(step * kWaves + wave, units - 1);
   UOp u_ok = units % kWaves ? (step * kWaves + wave).lt(units) : UOp();
   UOp b = u.idiv(f.units_per_block), j = u % f.units_per_block;
-  const UOp zero = KernelBuilder::vectorize(std::vector<UOp>(8, UOp::cnst(dtypes::float32, 0.0)));
-  const bool ragged = tiles % kFeatureTiles != 0;
-  // acc[ft][t * 8 + i]: element i of row tile t of feature tile ft, summed over the pieces.
-  std::vector<std::vector<UOp>> acc(kFeatureTiles, std::vector<UOp>(kRowTiles * 8));
-  for (int64_t ft = 0; ft < kFeatureTiles; ++ft) {
-    const UOp tile = last_at_most(group * kFeatureTiles + ft, tiles - 1);
-    BlockBytes bytes{&kb, w, (tile * kTile + row) * row_bytes + b * block_bytes,
-                     block_bytes % 4 == 0};
-    for (const UnitPiece& p : f.unit(bytes, j, table)) {
-      const UOp bfrag = dequantized(p, f.signed_levels, u_ok);
-      for (int64_t t = 0; t < kRowTiles; ++t) {
-        // x[16t + row, the piece's 16 columns] (the same for every feature tile) from the
-        // tiled words: [column / 16][column % 16 / 8][row][4 words of 2 halves].
-        const UOp column_tile = (b * block_elems + p.element).idiv(kTile);
-        std::vector<UOp> words;
-        for (int64_t h8 = 0; h8 < 2; ++h8)
-          for (int64_t wi = 0; wi < 4; ++wi)
-            words.push_back(
-                kb.load(x, ((column_tile * 2 + h8) * kWmmaRows + t * kTile + row) * 4 + wi));
-        const UOp afrag =
-            UOp::make(Op::BITCAST, dtypes::float16.vec(kTile), {KernelBuilder::vectorize(words)});
-        const UOp d = KernelBuilder::wmma(afrag, bfrag, zero);
-        for (int64_t i = 0; i < 8; ++i) {
-          UOp sum = KernelBuilder::reduce(KernelBuilder::gep(d, i), Op::ADD, {step});
-          UOp& a_ti = acc[ft][t * 8 + i];
-          a_ti = a_ti ? a_ti + sum : sum;
-        }
+  // acc[t][i]: element i of row tile t, summed over the pieces.
+  std::vector<std::vector<UOp>> acc(kRowTiles, std::vector<UOp>(WmmaLane::kAcc));
+  for (const UnitPiece& p :
+       f.unit({w, (tile * kTile + row) * row_bytes + b * block_bytes, block_bytes % 4 == 0}, j,
+              table)) {
+    const UOp bfrag = dequantized(p, f.signed_levels, u_ok);
+    const UOp column_tile = (b * block_elems + p.element).idiv(kTile);
+    for (int64_t t = 0; t < kRowTiles; ++t) {
+      // x[16t + row, the piece's 16 columns]: two 16-byte loads.
+      std::vector<UOp> words;
+      for (int64_t h8 = 0; h8 < 2; ++h8)
+        for (int64_t wi = 0; wi < 4; ++wi) words.push_back(x(column_tile, h8, t * kTile + row, wi));
+      const UOp d =
+          wmma(bitcast(vectorize(words), dtypes::float16.vec(kTile)), bfrag, WmmaLane::zero());
+      for (int64_t i = 0; i < WmmaLane::kAcc; ++i) {
+        const UOp sum = sum_over(gep(d, i), {step});
+        acc[t][i] = acc[t][i] ? acc[t][i] + sum : sum;
       }
     }
   }
   // The waves' partial sums meet in LDS; wave w adds up element w (and w + 16, ...) of each tile.
-  const int64_t per_lane = kFeatureTiles * kRowTiles * 8;
-  UOp partials = kb.lds(dtypes::float32, kWaves * per_lane * kLanes);
+  View partials = kb.lds(dtypes::float32, {kWaves, kRowTiles * WmmaLane::kAcc, kWave});
   std::vector<UOp> stores;
-  for (int64_t ft = 0; ft < kFeatureTiles; ++ft)
-    for (int64_t e = 0; e < kRowTiles * 8; ++e)
-      stores.push_back(KernelBuilder::lds_store(
-          partials, (wave * per_lane + ft * kRowTiles * 8 + e) * kLanes + lane, acc[ft][e]));
-  UOp all = KernelBuilder::barrier(partials, stores);
-  for (int64_t ft = 0; ft < kFeatureTiles; ++ft) {
-    const UOp tile = group * kFeatureTiles + ft;  // the stores of a tile past the last are gated
-    for (int64_t e0 = 0; e0 < kRowTiles * 8; e0 += kWaves) {
-      const UOp e = wave + e0;  // this wave's element: row tile e / 8, element e % 8
-      UOp total;
-      for (int64_t v = 0; v < kWaves; ++v) {
-        UOp part = kb.load(all, (v * per_lane + ft * kRowTiles * 8 + e) * kLanes + lane);
-        total = total ? total + part : part;
-      }
-      const UOp m = e.idiv(8) * kTile + (e % 8) * 2 + half;
-      kb.store(y, m * out + tile * kTile + row, total, ragged ? tile.lt(tiles) : UOp());
-    }
+  for (int64_t e = 0; e < kRowTiles * WmmaLane::kAcc; ++e)
+    stores.push_back(
+        lds_store(partials.at(wave, e, lane.lane), acc[e / WmmaLane::kAcc][e % WmmaLane::kAcc]));
+  View all = barrier(partials, stores);
+  for (int64_t e0 = 0; e0 < kRowTiles * WmmaLane::kAcc; e0 += kWaves) {
+    const UOp e = wave + e0;  // this wave's element: row tile e / 8, element e % 8
+    const UOp total = sum(generate(kWaves, [&](int64_t v) { return all(v, e, lane.lane); }));
+    const UOp m = e.idiv(WmmaLane::kAcc) * kTile + (e % WmmaLane::kAcc) * 2 + lane.half();
+    kb.store(y.at(m, tile * kTile + row), total);
   }
   return kb.build(name);
 }

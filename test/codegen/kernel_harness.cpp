@@ -18,11 +18,6 @@ UOp load_gated(const UOp& b, const UOp& i, const UOp& valid) {
 UOp store(const UOp& b, const UOp& i, const UOp& v) {
   return UOp::make(Op::STORE, dtypes::void_, {UOp::make(Op::INDEX, b.dtype(), {b, i}), v});
 }
-UOp reduce(const UOp& v, Op op, std::vector<UOp> ranges) {
-  std::vector<UOp> src{v};
-  src.insert(src.end(), ranges.begin(), ranges.end());
-  return UOp::make(Op::REDUCE, v.dtype(), src, op);
-}
 UOp sink(std::vector<UOp> stores) { return UOp::make(Op::SINK, dtypes::void_, std::move(stores)); }
 
 void Kernel::run(std::vector<void*> bufs, std::vector<int64_t> vars, int64_t n_cores) const {

@@ -5,18 +5,18 @@
 #include <vector>
 
 #include "codegen/codegen.h"
+#include "codegen/kernel_builder.h"
 #include "runtime/cpu_jit.h"
 #include "runtime/thread_pool.h"
 
 namespace ugrad::test {
 
-inline UOp idx(int64_t v) { return UOp::cnst_int(dtypes::index, v); }
+// idx() and reduce() are the kernel language's (codegen/kernel_builder.h).
 /// Buffer PARAM `slot` of `count` elements.
 UOp buf(int64_t slot, DType dt, int64_t count);
 UOp load(const UOp& b, const UOp& i);
 UOp load_gated(const UOp& b, const UOp& i, const UOp& valid);
 UOp store(const UOp& b, const UOp& i, const UOp& v);
-UOp reduce(const UOp& v, Op op, std::vector<UOp> ranges);
 UOp sink(std::vector<UOp> stores);
 
 /// A kernel compiled and loaded into the CPU JIT.

@@ -222,12 +222,12 @@ namespace {
 // out[g*n + t] = in[g*n + n-1-t]: each workgroup reverses its tile through LDS (one barrier).
 UOp lds_reverse(int64_t n, int64_t groups) {
   KernelBuilder kb;
-  UOp out = kb.buffer(dtypes::float32, groups * n), in = kb.buffer(dtypes::float32, groups * n);
+  View out = kb.buffer(dtypes::float32, {groups * n}),
+       in = kb.buffer(dtypes::float32, {groups * n});
   UOp g = kb.global(groups), l = kb.local(n);
-  UOp tile = kb.lds(dtypes::float32, n);
-  UOp shared =
-      KernelBuilder::barrier(tile, {KernelBuilder::lds_store(tile, l, kb.load(in, g * n + l))});
-  kb.store(out, g * n + l, kb.load(shared, l * -1 + (n - 1)));
+  View tile = kb.lds(dtypes::float32, {n});
+  View shared = barrier(tile, {lds_store(tile.at(l), in(g * n + l))});
+  kb.store(out.at(g * n + l), shared(l * -1 + (n - 1)));
   return kb.build();
 }
 
@@ -235,17 +235,16 @@ UOp lds_reverse(int64_t n, int64_t groups) {
 // gated write phase of the same array after the previous barrier.
 UOp lds_tree_sum(int64_t n, int64_t groups) {
   KernelBuilder kb;
-  UOp out = kb.buffer(dtypes::float32, groups), in = kb.buffer(dtypes::float32, groups * n);
+  View out = kb.buffer(dtypes::float32, {groups}), in = kb.buffer(dtypes::float32, {groups * n});
   UOp g = kb.global(groups), l = kb.local(n);
-  UOp tile = kb.lds(dtypes::float32, n);
-  UOp cur =
-      KernelBuilder::barrier(tile, {KernelBuilder::lds_store(tile, l, kb.load(in, g * n + l))});
+  View tile = kb.lds(dtypes::float32, {n});
+  View cur = barrier(tile, {lds_store(tile.at(l), in(g * n + l))});
   for (int64_t half = n / 2; half >= 1; half /= 2) {
     UOp active = l.lt(half);
-    UOp sum = kb.load(cur, l) + kb.load(cur, l + half, active);
-    cur = KernelBuilder::barrier(cur, {KernelBuilder::lds_store(cur, l, sum, active)});
+    UOp sum = cur(l) + load(cur.at(l + half), active);
+    cur = barrier(cur, {lds_store(cur.at(l), sum, active)});
   }
-  kb.store(out, g, kb.load(cur, idx(0)), l.eq(idx(0)));
+  kb.store(out.at(g), cur(idx(0)), l.eq(idx(0)));
   return kb.build();
 }
 
@@ -254,15 +253,14 @@ UOp lds_tree_sum(int64_t n, int64_t groups) {
 UOp lds_tiled_matvec(int64_t n, int64_t tiles, int64_t groups) {
   KernelBuilder kb;
   const int64_t rows = groups * n, cols = tiles * n;
-  UOp y = kb.buffer(dtypes::float32, rows), a = kb.buffer(dtypes::float32, rows * cols),
-      x = kb.buffer(dtypes::float32, cols);
+  View y = kb.buffer(dtypes::float32, {rows}), a = kb.buffer(dtypes::float32, {rows * cols}),
+       x = kb.buffer(dtypes::float32, {cols});
   UOp g = kb.global(groups), l = kb.local(n), k = kb.reduce_range(tiles), j = kb.reduce_range(n);
-  UOp tile = kb.lds(dtypes::float32, n);
-  UOp xt = KernelBuilder::barrier(tile, {KernelBuilder::lds_store(tile, l, kb.load(x, k * n + l))});
+  View tile = kb.lds(dtypes::float32, {n});
+  View xt = barrier(tile, {lds_store(tile.at(l), x(k * n + l))});
   UOp row = g * n + l;
-  UOp part =
-      KernelBuilder::reduce(kb.load(a, row * cols + k * n + j) * kb.load(xt, j), Op::ADD, {j});
-  kb.store(y, row, KernelBuilder::reduce(KernelBuilder::barrier_after(part), Op::ADD, {k}));
+  UOp part = reduce(a(row * cols + k * n + j) * xt(j), Op::ADD, {j});
+  kb.store(y.at(row), reduce(barrier_after(part), Op::ADD, {k}));
   return kb.build();
 }
 
@@ -271,19 +269,17 @@ UOp lds_tiled_matvec(int64_t n, int64_t tiles, int64_t groups) {
 UOp wmma_tiles(DType dt) {
   KernelBuilder kb;
   const int64_t tiles = 4, T = 256;
-  UOp c = kb.buffer(dtypes::float32, tiles * T), a = kb.buffer(dt, tiles * T),
-      b = kb.buffer(dt, tiles * T);
+  View c = kb.buffer(dtypes::float32, {tiles * T}), a = kb.buffer(dt, {tiles * T}),
+       b = kb.buffer(dt, {tiles * T});
   UOp g = kb.global(2), l = kb.local(64);
   UOp lane = l % 32, row = lane % 16, half = lane.idiv(16), t = g * 2 + l.idiv(32);
   std::vector<UOp> fa, fb, zero(8, UOp::cnst(dtypes::float32, 0.0));
   for (int64_t j = 0; j < 16; ++j) {
-    fa.push_back(kb.load(a, t * T + row * 16 + j));
-    fb.push_back(kb.load(b, t * T + row * 16 + j));
+    fa.push_back(a(t * T + row * 16 + j));
+    fb.push_back(b(t * T + row * 16 + j));
   }
-  UOp d = KernelBuilder::wmma(KernelBuilder::vectorize(fa), KernelBuilder::vectorize(fb),
-                              KernelBuilder::vectorize(zero));
-  for (int64_t i = 0; i < 8; ++i)
-    kb.store(c, t * T + (half + 2 * i) * 16 + row, KernelBuilder::gep(d, i));
+  UOp d = wmma(vectorize(fa), vectorize(fb), vectorize(zero));
+  for (int64_t i = 0; i < 8; ++i) kb.store(c.at(t * T + (half + 2 * i) * 16 + row), gep(d, i));
   return kb.build();
 }
 

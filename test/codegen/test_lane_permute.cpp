@@ -20,7 +20,6 @@ size_t count(const std::string& s, const std::string& what) {
   return n;
 }
 
-UOp i32(int64_t v) { return UOp::cnst_int(dtypes::int32, v); }
 UOp band(const UOp& b, int64_t mask) { return b.alu(Op::AND, i32(mask)); }
 
 // y[n] = sum_k x[k] * level(n, k): a quantized matvec whose weight is some function of the byte

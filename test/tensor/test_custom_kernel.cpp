@@ -24,29 +24,29 @@ const UOp kScale = UOp::variable("scale", 1, 100);
 // out[i] = in[i] * 3 + i over kN elements: workgroups of kGroup work-items.
 UOp affine_kernel() {
   KernelBuilder kb;
-  UOp out = kb.buffer(dtypes::float32, kN), in = kb.buffer(dtypes::float32, kN);
+  View out = kb.buffer(dtypes::float32, {kN}), in = kb.buffer(dtypes::float32, {kN});
   UOp i = kb.global(kN / kGroup) * kGroup + kb.local(kGroup);
-  kb.store(out, i, kb.load(in, i) * UOp::cnst(dtypes::float32, 3.0) + i.cast(dtypes::float32));
+  kb.store(out.at(i), in(i)*UOp::cnst(dtypes::float32, 3.0) + i.cast(dtypes::float32));
   return kb.build("affine_256");
 }
 
 // state[i] += x[i] * scale for i < kN, in place (slot 0 read and written).
 UOp accumulate_kernel() {
   KernelBuilder kb;
-  UOp state = kb.buffer(dtypes::float32, kN), x = kb.buffer(dtypes::float32, kN);
+  View state = kb.buffer(dtypes::float32, {kN}), x = kb.buffer(dtypes::float32, {kN});
   UOp scale = kb.var("scale", 1, 100);
   UOp i = kb.global(kN / kGroup) * kGroup + kb.local(kGroup);
-  kb.store(state, i, kb.load(state, i) + kb.load(x, i) * scale.cast(dtypes::float32));
+  kb.store(state.at(i), state(i) + x(i) * scale.cast(dtypes::float32));
   return kb.build("accumulate_256");
 }
 
 // out[i] = in[i] * scale: the variable is a kernel parameter.
 UOp scale_kernel() {
   KernelBuilder kb;
-  UOp out = kb.buffer(dtypes::float32, kN), in = kb.buffer(dtypes::float32, kN);
+  View out = kb.buffer(dtypes::float32, {kN}), in = kb.buffer(dtypes::float32, {kN});
   UOp scale = kb.var("scale", 1, 100);
   UOp i = kb.global(kN / kGroup) * kGroup + kb.local(kGroup);
-  kb.store(out, i, kb.load(in, i) * scale.cast(dtypes::float32));
+  kb.store(out.at(i), in(i)*scale.cast(dtypes::float32));
   return kb.build("scale_256");
 }
 
@@ -152,7 +152,7 @@ TEST_CASE("custom kernel: errors name the kernel, the slot and the mismatch") {
           custom_kernel(accumulate_kernel(), {s, x});
         }).find("variable 'scale' [1, 100] is not among the bound variables") != std::string::npos);
   KernelBuilder kb;
-  kb.store(kb.buffer(dtypes::float32, 4), UOp::cnst_int(dtypes::index, 0),
+  kb.store(kb.buffer(dtypes::float32, {4}).at(UOp::cnst_int(dtypes::index, 0)),
            UOp::cnst(dtypes::float32, 1.0));
   CHECK(error_of([&] { kb.build("bad name"); }).find("kernel name 'bad name'") !=
         std::string::npos);
