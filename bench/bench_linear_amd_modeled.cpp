@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
     bool found = false;
     for (const QuantFormat& f : all_formats())
       if (f.name == name) type = f.type, found = true;
-    if (!found || !matvec_int8_supports(type, 4096, 4096)) {
+    if (!found || !matvec_int8_needs(type, 4096, 4096)) {
       std::printf("  %s: no int8 decode kernel\n", name.c_str());
       continue;
     }

@@ -20,6 +20,7 @@
 #include "llm/kernels/int8_quantize.h"
 #include "llm/kernels/matmul_wmma.h"
 #include "llm/kernels/matvec_int8.h"
+#include "runtime/device_features.h"
 
 namespace {
 
@@ -41,27 +42,28 @@ struct Attention {
 const std::vector<Attention> kAttention = {{16, 8, 128}, {32, 8, 128}, {24, 4, 256}};
 
 std::vector<std::function<UOp()>> kernels() {
+  const DeviceFeatures amd = device_features("NULL:gfx1100");
   std::vector<std::function<UOp()>> ks;
   for (GgmlType t : kFormats)
     for (const Matrix& m : kMatrices) {
-      if (!matvec_int8_supports(t, m.out, m.in)) continue;
+      if (!matvec_int8_needs(t, m.out, m.in)) continue;
       for (int64_t rows : {1, 4, 8})
         ks.push_back([=] { return matvec_int8_kernel(t, rows, m.out, m.in); });
       ks.push_back([=] { return matvec_int8_kernel(t, 4, m.out, m.in, 8); });
-      if (matmul_wmma_supports(t, m.out, m.in))
+      if (matmul_wmma_needs(t, m.out, m.in))
         ks.push_back([=] { return matmul_wmma_kernel(t, m.out, m.in); });
     }
   for (const Attention& a : kAttention)
     for (int64_t rows : {1, 5, 32}) {
       ks.push_back([=] {
-        return flash_attention_split_kernel(rows, a.heads, a.kv_heads, a.head_dim, 4096, 4000);
+        return flash_attention_split_kernel(rows, a.heads, a.kv_heads, a.head_dim, 4096, 4000, amd);
       });
       ks.push_back(
           [=] { return flash_attention_combine_kernel(rows, a.heads, a.head_dim, 4096, 4000); });
     }
   for (int64_t heads : {16, 48})
     for (int64_t rows : {1, 32})
-      if (delta_scan_supports(rows, 128, 128))
+      if (delta_scan_needs(rows, 128, 128))
         ks.push_back([=] { return delta_scan_kernel(rows, heads, 128, 128, 4000); });
   for (int64_t in : {1024, 4096, 5120, 17408})
     for (int64_t rows : {1, 32}) ks.push_back([=] { return int8_quantize_kernel(rows, in); });

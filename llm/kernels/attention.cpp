@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include "base/env.h"
 #include "llm/kernels/flash_attention.h"
 #include "runtime/device_features.h"
 #include "uop/shape.h"
@@ -13,16 +12,16 @@ namespace {
 
 // On a GPU: the flash-attention kernels (LLM_KERNELS=0: the generic path).
 bool flash(const Tensor& q, const Tensor& k_cache) {
-  return knob_int(Knob::LLM_KERNELS) != 0 && device_features(q.device()).is_gpu &&
-         flash_attention_supports(q.size(1), k_cache.size(0), k_cache.size(2));
+  return select(device_features(q.device()),
+                flash_attention_needs(q.size(1), k_cache.size(0), k_cache.size(2)));
 }
 
 }  // namespace
 
 Tensor attention_query(const Tensor& q, const Tensor& k_cache, const Chunk& chunk) {
   const bool half =
-      flash(q, k_cache) &&
-      flash_attention_half_query(chunk.rows, q.size(1), k_cache.size(0), k_cache.size(2));
+      flash(q, k_cache) && flash_attention_half_query(chunk.rows, q.size(1), k_cache.size(0),
+                                                      k_cache.size(2), device_features(q.device()));
   return half ? q.cast(dtypes::float16) : q;
 }
 

@@ -2,7 +2,6 @@
 
 #include <vector>
 
-#include "base/env.h"
 #include "llm/kernels/delta_scan.h"
 #include "runtime/device_features.h"
 
@@ -109,8 +108,7 @@ Tensor delta_rule_chunk(const Tensor& state, const Tensor& old, const Tensor& q,
 
 Tensor gated_delta_rule(const Tensor& state, const Tensor& q, const Tensor& k, const Tensor& v,
                         const Tensor& beta, const Tensor& log_decay, const UOp& start_pos) {
-  if (knob_int(Knob::LLM_KERNELS) != 0 && device_features(state.device()).is_gpu &&
-      delta_scan_supports(q.size(0), q.size(2), v.size(2)))
+  if (select(device_features(state.device()), delta_scan_needs(q.size(0), q.size(2), v.size(2))))
     return delta_scan(state, q, k, v, beta, log_decay, start_pos);
   // The state as this chunk reads it: zeros at position 0 (a selection: NaN left in the buffer
   // does not leak).

@@ -13,8 +13,6 @@
 namespace ugrad::llm {
 namespace {
 
-constexpr int64_t kLdsBytes = 64 * 1024;  // a workgroup's LDS on gfx11
-
 UOp build(int64_t rows, int64_t heads, int64_t dk, int64_t dv, int64_t max_pos,
           const std::string& name) {
   KernelBuilder kb;
@@ -63,12 +61,13 @@ UOp build(int64_t rows, int64_t heads, int64_t dk, int64_t dv, int64_t max_pos,
 
 }  // namespace
 
-bool delta_scan_supports(int64_t rows, int64_t dk, int64_t dv) {
-  return rows >= 1 && dk >= 1 && dv >= 1 && dv <= 1024 && rows * 3 * dk * 4 <= kLdsBytes;
+std::optional<KernelNeeds> delta_scan_needs(int64_t rows, int64_t dk, int64_t dv) {
+  if (rows < 1 || dk < 1 || dv < 1 || dv > 1024) return std::nullopt;
+  return KernelNeeds{.lds_bytes = rows * 3 * dk * 4};
 }
 
 UOp delta_scan_kernel(int64_t rows, int64_t heads, int64_t dk, int64_t dv, int64_t max_pos) {
-  if (!delta_scan_supports(rows, dk, dv) || heads < 1 || max_pos < 0)
+  if (!delta_scan_needs(rows, dk, dv) || heads < 1 || max_pos < 0)
     fail("delta_scan: no kernel for {} rows of {} heads of d_k {}, d_v {} (start_pos to {})", rows,
          heads, dk, dv, max_pos);
   const std::string name =

@@ -12,14 +12,15 @@
 #pragma once
 #include <cstdint>
 
+#include "llm/kernels/select.h"
 #include "tensor/tensor.h"
 #include "uop/uop.h"
 
 namespace ugrad::llm {
 
-/// Whether the kernel takes `rows` rows of value heads of d_k and d_v (the chunk's q and k, three
-/// times d_k floats a row, fit in a workgroup's 64 KiB of LDS).
-bool delta_scan_supports(int64_t rows, int64_t dk, int64_t dv);
+/// What the kernel needs for `rows` rows of value heads of d_k and d_v: the chunk's q and k, three
+/// times d_k floats a row, in LDS (none: d_v past a workgroup's 1024 work-items).
+std::optional<KernelNeeds> delta_scan_needs(int64_t rows, int64_t dk, int64_t dv);
 
 /// The kernel's AST for `rows` rows of `heads` value heads and the variable start_pos in
 /// [0, max_pos] (cached by name).

@@ -21,7 +21,6 @@ constexpr int64_t kChunk = 8;         // halves per 16-byte load
 constexpr int64_t kCombineParts = 8;  // waves splitting the splits in the combine
 constexpr int64_t kUnroll = 16;       // splits the combine reads per step
 constexpr int64_t kMaxWmmaWaves = 4;  // query tiles per workgroup in the WMMA form
-constexpr int64_t kLdsBytes = 64 * 1024;
 
 int64_t max_splits(int64_t capacity) { return (capacity + kT - 1) / kT; }
 
@@ -269,21 +268,23 @@ UOp build_combine(int64_t rows, int64_t heads, int64_t hd, int64_t capacity, con
 
 }  // namespace
 
-bool flash_attention_supports(int64_t heads, int64_t kv_heads, int64_t head_dim) {
-  // Whole waves of value dims (lane + 32 j), a group of at most 8 waves, and the per-row form's
-  // tile, queries and scores in LDS.
+std::optional<KernelNeeds> flash_attention_needs(int64_t heads, int64_t kv_heads,
+                                                 int64_t head_dim) {
+  // Whole waves of value dims (lane + 32 j), a group of at most 8 waves; the per-row form's tile,
+  // queries and scores in LDS.
   if (kv_heads < 1 || heads % kv_heads != 0 || heads / kv_heads > 8 || head_dim < 1 ||
       head_dim % kWave != 0)
-    return false;
+    return std::nullopt;
   const int64_t group = heads / kv_heads;
-  return 2 * kT * tile_stride(head_dim) * 2 + group * (head_dim + kWave) * 4 <= kLdsBytes;
+  return KernelNeeds{.lds_bytes =
+                         2 * kT * tile_stride(head_dim) * 2 + group * (head_dim + kWave) * 4};
 }
 
 namespace {
 
-// Chunks of rows take the WMMA form where its LDS fits.
-bool wmma_form(int64_t rows, int64_t group, int64_t hd) {
-  return rows > 1 && wmma_lds_bytes(hd, wmma_tiles(rows, group).waves) <= kLdsBytes;
+// Chunks of rows take the WMMA form where the device has WMMA and its LDS fits.
+bool wmma_form(int64_t rows, int64_t group, int64_t hd, const DeviceFeatures& f) {
+  return rows > 1 && f.wmma && wmma_lds_bytes(hd, wmma_tiles(rows, group).waves) <= f.lds_bytes;
 }
 
 }  // namespace
@@ -300,12 +301,12 @@ UOp start_pos_variable(int64_t rows, int64_t capacity, int64_t max_pos) {
 }  // namespace
 
 UOp flash_attention_split_kernel(int64_t rows, int64_t heads, int64_t kv_heads, int64_t head_dim,
-                                 int64_t capacity, int64_t max_pos) {
-  if (!flash_attention_supports(heads, kv_heads, head_dim))
+                                 int64_t capacity, int64_t max_pos, const DeviceFeatures& f) {
+  if (!flash_attention_needs(heads, kv_heads, head_dim))
     fail("flash_attention: no kernel for {} heads over {} KV heads of {}", heads, kv_heads,
          head_dim);
   const UOp sp = start_pos_variable(rows, capacity, max_pos);
-  const bool wmma = wmma_form(rows, heads / kv_heads, head_dim);
+  const bool wmma = wmma_form(rows, heads / kv_heads, head_dim, f);
   const std::string name =
       fmt::format("flash_attention_split{}_{}x{}x{}x{}_cap{}_max{}", wmma ? "_wmma" : "", rows,
                   heads, kv_heads, head_dim, capacity, max_pos);
@@ -324,21 +325,23 @@ UOp flash_attention_combine_kernel(int64_t rows, int64_t heads, int64_t head_dim
                        [&] { return build_combine(rows, heads, head_dim, capacity, sp, name); });
 }
 
-bool flash_attention_half_query(int64_t rows, int64_t heads, int64_t kv_heads, int64_t head_dim) {
-  return flash_attention_supports(heads, kv_heads, head_dim) &&
-         wmma_form(rows, heads / kv_heads, head_dim);
+bool flash_attention_half_query(int64_t rows, int64_t heads, int64_t kv_heads, int64_t head_dim,
+                                const DeviceFeatures& f) {
+  return flash_attention_needs(heads, kv_heads, head_dim) &&
+         wmma_form(rows, heads / kv_heads, head_dim, f);
 }
 
 Tensor flash_attention(const Tensor& q_in, const Tensor& k_cache, const Tensor& v_cache,
                        const UOp& start_pos) {
   const int64_t rows = q_in.size(0), heads = q_in.size(1), kv_heads = k_cache.size(0),
                 capacity = k_cache.size(1), hd = k_cache.size(2);
+  const DeviceFeatures f = device_features(q_in.device());
   const Tensor q = q_in.cast(
-      flash_attention_half_query(rows, heads, kv_heads, hd) ? dtypes::float16 : dtypes::float32);
+      flash_attention_half_query(rows, heads, kv_heads, hd, f) ? dtypes::float16 : dtypes::float32);
   const std::string& device = q.device();
   const int64_t splits = max_splits(capacity);
   const int64_t max_pos = start_pos_variable(start_pos, "flash_attention").arg_as<ParamArg>().hi;
-  UOp split = flash_attention_split_kernel(rows, heads, kv_heads, hd, capacity, max_pos);
+  UOp split = flash_attention_split_kernel(rows, heads, kv_heads, hd, capacity, max_pos, f);
   // The caches and q as they are (realized buffers are passed without a copy).
   const int64_t partials = rows * heads * splits;
   std::vector<Tensor> partial =

@@ -21,6 +21,7 @@
 #pragma once
 #include <cstdint>
 
+#include "llm/kernels/select.h"
 #include "tensor/tensor.h"
 #include "uop/uop.h"
 
@@ -29,19 +30,22 @@ namespace ugrad::llm {
 /// Positions per split (one per lane of a wave).
 inline constexpr int64_t kFlashSplit = 32;
 
-/// Whether the kernels take `heads` query heads over `kv_heads` KV heads of `head_dim`.
-bool flash_attention_supports(int64_t heads, int64_t kv_heads, int64_t head_dim);
+/// What the kernels need for `heads` query heads over `kv_heads` KV heads of `head_dim` (none:
+/// a shape they do not take).
+std::optional<KernelNeeds> flash_attention_needs(int64_t heads, int64_t kv_heads, int64_t head_dim);
 
 /// The kernels' ASTs for `rows` query rows of the shape, caches of `capacity` positions and the
-/// variable start_pos in [0, max_pos] (max_pos + rows <= capacity; cached by name).
+/// variable start_pos in [0, max_pos] (max_pos + rows <= capacity; cached by name), for a device
+/// of features `f` (a chunk of rows takes WMMA tiles where `f` has them and their LDS fits).
 UOp flash_attention_split_kernel(int64_t rows, int64_t heads, int64_t kv_heads, int64_t head_dim,
-                                 int64_t capacity, int64_t max_pos);
+                                 int64_t capacity, int64_t max_pos, const DeviceFeatures& f);
 UOp flash_attention_combine_kernel(int64_t rows, int64_t heads, int64_t head_dim, int64_t capacity,
                                    int64_t max_pos);
 
 /// Whether the kernels read q in half precision (a chunk of rows on WMMA tiles): flash_attention()
 /// casts q then, and a caller that materializes q anyway can do so in half precision.
-bool flash_attention_half_query(int64_t rows, int64_t heads, int64_t kv_heads, int64_t head_dim);
+bool flash_attention_half_query(int64_t rows, int64_t heads, int64_t kv_heads, int64_t head_dim,
+                                const DeviceFeatures& f);
 
 /// Attention of q (rows, heads, head_dim) float32 or float16 at positions start_pos + [0, rows)
 /// (the bound variable "start_pos", whose range lies inside the cache) over the caches (kv_heads,

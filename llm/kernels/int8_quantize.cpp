@@ -1,21 +1,15 @@
 #include "llm/kernels/int8_quantize.h"
 
-#include <deque>
-#include <mutex>
-#include <utility>
-
-#include "base/env.h"
 #include "base/error.h"
 #include "codegen/kernel_builder.h"
 #include "llm/kernels/kernel_cache.h"
-#include "runtime/device_features.h"
+#include "llm/kernels/select.h"
 #include "tensor/custom_kernel.h"
 
 namespace ugrad::llm {
 namespace {
 
 constexpr int64_t kGroup = 64;  // work-items per workgroup, one block of 32 values each
-constexpr size_t kRecentInputs = 4;
 
 UOp build(int64_t rows, int64_t in, const std::string& name) {
   const int64_t blocks = rows * in / kInt8Block;
@@ -55,26 +49,15 @@ UOp int8_quantize_kernel(int64_t rows, int64_t in) {
 }
 
 Int8Rows int8_quantize(const Tensor& x) {
-  const DeviceFeatures f = device_features(x.device());
-  if (!f.is_gpu || knob_int(Knob::LLM_KERNELS) == 0 || x.ndim() != 2) return quantize_rows_int8(x);
-  // The linears that read one input (q, k and v; gate and up) share its quantization while it is
-  // still lazy: the last few inputs by graph node (a node is its structure, so the same input is
-  // the same node). A realized one is never reused: the buffers under an equal node may have
-  // been written in place since (a KV cache, a token slot).
-  static std::mutex mu;
-  static std::deque<std::pair<UOp, Int8Rows>> recent;
-  std::lock_guard lock(mu);
-  for (const auto& [node, rows] : recent)
-    if (node == x.node() && !rows.words.is_realized() && !rows.scale.is_realized()) return rows;
+  if (x.ndim() != 2 || !select(device_features(x.device()), KernelNeeds{}))
+    return quantize_rows_int8(x);
   const int64_t rows = x.size(0), in = x.size(1);
-  UOp ast = int8_quantize_kernel(rows, in);
   std::vector<Tensor> out =
-      custom_kernel(ast, {Tensor::empty({rows, in / 4}, dtypes::int32, x.device()),
-                          Tensor::empty({rows, in / kInt8Block}, dtypes::float32, x.device()),
-                          x.cast(dtypes::float32)});
-  recent.emplace_front(x.node(), Int8Rows{out[0], out[1], Tensor(), Tensor(), Tensor(), Tensor()});
-  if (recent.size() > kRecentInputs) recent.pop_back();
-  return recent.front().second;
+      custom_kernel(int8_quantize_kernel(rows, in),
+                    {Tensor::empty({rows, in / 4}, dtypes::int32, x.device()),
+                     Tensor::empty({rows, in / kInt8Block}, dtypes::float32, x.device()),
+                     x.cast(dtypes::float32)});
+  return Int8Rows{out[0], out[1], Tensor(), Tensor(), Tensor(), Tensor()};
 }
 
 }  // namespace ugrad::llm

@@ -12,8 +12,8 @@ namespace ugrad::llm {
 UOp int8_quantize_kernel(int64_t rows, int64_t in);
 
 /// x (rows, in) quantized as quantize_rows_int8 does (words and scale; no sums): the kernel on a
-/// GPU (unless LLM_KERNELS=0), the tensor path elsewhere. On a GPU the last few inputs' results
-/// are reused, so the linears reading one input quantize it once.
+/// GPU (unless LLM_KERNELS=0), the tensor path elsewhere. The linears that read one input share
+/// its result (LinearGroup, ExpertLinears).
 Int8Rows int8_quantize(const Tensor& x);
 
 }  // namespace ugrad::llm

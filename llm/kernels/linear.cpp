@@ -45,17 +45,18 @@ Tensor bytes_of(const Tensor& words) {
 
 // Whether a GPU int8 kernel takes a `type` matrix of (out, in) on `device`.
 bool gpu_int8(const DeviceFeatures& f, GgmlType type, int64_t out, int64_t in) {
-  return knob_int(Knob::LLM_KERNELS) != 0 && f.is_gpu && f.int8_dot &&
-         matvec_int8_supports(type, out, in);
+  return select(f, matvec_int8_needs(type, out, in));
 }
 
 // The GPU int8 kernels' Linear over a matrix's bytes: the device holds them once, as words,
 // which the generic path reads too.
 Linear gpu_linear(std::span<const std::byte> bytes, GgmlType type, int64_t out, int64_t in,
-                  const std::string& device, const std::shared_ptr<const void>& owner) {
+                  const DeviceFeatures& f, const std::string& device,
+                  const std::shared_ptr<const void>& owner) {
   Linear l;
   l.type = type;
   l.kernel = Linear::Kernel::GpuInt8;
+  l.wmma = select(f, matmul_wmma_needs(type, out, in));
   l.words = Tensor::from_host_memory(bytes, {static_cast<int64_t>(bytes.size()) / 4},
                                      dtypes::uint32, device, owner);
   l.weight = dequantize_lazy(bytes_of(l.words), type, {out, in});
@@ -91,13 +92,15 @@ ExpertLinears load_experts(const GgufTensor& t, const std::string& device,
   return e;
 }
 
-Tensor ExpertLinears::operator()(const Tensor& x, const Tensor& ids) const {
+Tensor ExpertLinears::operator()(const Tensor& x, const Tensor& ids,
+                                 std::optional<Int8Rows>& int8_x) const {
   const int64_t rows = ids.size(0), k = ids.size(1), experts = weight.size(0), out = weight.size(1),
                 in = weight.size(2);
   const int64_t per_slot = x.ndim() == 3 ? k : 1;
   if (words.defined() && rows * k <= kMatvecMaxExpertRows) {
     Tensor xs = x.reshape({rows, per_slot, in}).expand({rows, k, in}).reshape({rows * k, in});
-    return matvec_int8(int8_quantize(xs), words, type, out, in, ids.reshape({rows * k}), experts)
+    if (!int8_x) int8_x = int8_quantize(xs);
+    return matvec_int8(*int8_x, words, type, out, in, ids.reshape({rows * k}), experts)
         .reshape({rows, k, out});
   }
   Tensor chosen = weight.index_select(0, ids.reshape({rows * k})).reshape({rows, k, out, in});
@@ -110,10 +113,10 @@ Linear load_linear(const GgufTensor& t, const std::string& device,
   l.weight = load_weight(t, device, owner);
   l.type = t.type;
   const DeviceFeatures f = device_features(l.weight.device());
-  if (knob_int(Knob::LLM_KERNELS) == 0 || t.dims.size() != 2 || !f.int8_dot) return l;
+  if (!kernels_enabled() || t.dims.size() != 2 || !f.int8_dot) return l;
   const auto in = static_cast<int64_t>(t.dims[0]), out = static_cast<int64_t>(t.dims[1]);
   if (gpu_int8(f, t.type, out, in))
-    return gpu_linear(std::as_bytes(t.data), t.type, out, in, device, owner);
+    return gpu_linear(std::as_bytes(t.data), t.type, out, in, f, device, owner);
   if (f.is_gpu) return l;
   if (linear_int8_supports(t.type, in)) {
     // linear_int8 reads a copy of the blocks reordered at load (1-3% larger than the file's):
@@ -133,10 +136,17 @@ Linear load_linear(const GgufTensor& t, const std::string& device,
 }
 
 Tensor Linear::operator()(const Tensor& x) const {
+  std::optional<Int8Rows> int8_x;
+  return (*this)(x, int8_x);
+}
+
+Tensor Linear::operator()(const Tensor& x, std::optional<Int8Rows>& int8_x) const {
   const int64_t rows = x.ndim() == 2 ? x.size(0) : 0, out = weight.size(0), in = weight.size(1);
-  if (kernel == Kernel::GpuInt8 && rows >= 1 && rows <= kMatvecMaxRows)
-    return matvec_int8(int8_quantize(x), words, type, out, in);
-  if (kernel == Kernel::GpuInt8 && rows <= kWmmaRows && matmul_wmma_supports(type, out, in))
+  if (kernel == Kernel::GpuInt8 && rows >= 1 && rows <= kMatvecMaxRows) {
+    if (!int8_x) int8_x = int8_quantize(x);
+    return matvec_int8(*int8_x, words, type, out, in);
+  }
+  if (kernel == Kernel::GpuInt8 && rows <= kWmmaRows && wmma)
     return matmul_wmma(int8_activations(type) ? round_rows_int8(x) : x, words, type, out, in);
   if (kernel == Kernel::CpuDot4 && rows == 1 && blocks.defined())
     return linear_int8(quantize_rows_int8(x), type, blocks, words, out, in);
@@ -158,7 +168,7 @@ LinearGroup load_linears(std::span<const GgufTensor* const> ts, const std::strin
   auto kernels = [&](const GgufTensor& t) {
     if (t.dims.size() != 2) return -1;
     const auto in = static_cast<int64_t>(t.dims[0]), out = static_cast<int64_t>(t.dims[1]);
-    return gpu_int8(f, t.type, out, in) ? int(matmul_wmma_supports(t.type, out, in)) : -1;
+    return gpu_int8(f, t.type, out, in) ? int(select(f, matmul_wmma_needs(t.type, out, in))) : -1;
   };
   std::vector<std::vector<size_t>> fused;
   std::vector<bool> taken(ts.size());
@@ -186,7 +196,7 @@ LinearGroup load_linears(std::span<const GgufTensor* const> ts, const std::strin
     }
     const GgufTensor& first = *ts[members[0]];
     g.linears.push_back(
-        gpu_linear(*bytes, first.type, out, static_cast<int64_t>(first.dims[0]), device, bytes));
+        gpu_linear(*bytes, first.type, out, static_cast<int64_t>(first.dims[0]), f, device, bytes));
   }
   for (size_t i = 0; i < ts.size(); ++i)
     if (!taken[i]) {
@@ -197,8 +207,10 @@ LinearGroup load_linears(std::span<const GgufTensor* const> ts, const std::strin
 }
 
 std::vector<Tensor> LinearGroup::operator()(const Tensor& x) const {
+  // x quantized to int8 once for the members whose kernels read it so.
+  std::optional<Int8Rows> int8_x;
   std::vector<Tensor> products;
-  for (const Linear& l : linears) products.push_back(l(x).contiguous());
+  for (const Linear& l : linears) products.push_back(l(x, int8_x).contiguous());
   std::vector<Tensor> out;
   for (const Part& p : parts) {
     const Tensor& y = products[p.linear];

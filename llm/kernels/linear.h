@@ -3,11 +3,13 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "llm/gguf/gguf.h"
+#include "llm/quant/int8_rows.h"
 #include "llm/quant/matmul_int8.h"
 #include "tensor/tensor.h"
 
@@ -45,7 +47,11 @@ struct Linear {
   Kernel kernel = Kernel::Generic;
   Tensor blocks, words;     // CpuDot4: the blocks as uint8 and uint32; GpuInt8: the uint32 words
   PackedInt8Weight packed;  // CpuDot4 where matmul_int8 takes the weight (else undefined)
+  bool wmma = false;        // GpuInt8: a chunk of rows runs matmul_wmma (the device has WMMA)
   Tensor operator()(const Tensor& x) const;
+  /// The same, with x's int8 form for the GPU decode kernel: made here the first time one is
+  /// needed, reused by the next linear that reads the same x (a group's members).
+  Tensor operator()(const Tensor& x, std::optional<Int8Rows>& int8_x) const;
 };
 /// A mixture-of-experts GGUF tensor [in, out, E] as the experts' linears; `(x, ids)` with ids
 /// (rows, k) the chosen experts is, for each token r and slot s, x's row r (x (rows, in): one
@@ -58,7 +64,9 @@ struct ExpertLinears {
   Tensor weight;    // (E, out, in) float32, the lazy dequantization
   GgmlType type{};  // the file's type
   Tensor words;     // GPU int8 kernel: the experts' bytes as uint32 words (else undefined)
-  Tensor operator()(const Tensor& x, const Tensor& ids) const;
+  /// `int8_x`: x's int8 form as the decode kernel reads it, made by the first call that needs it
+  /// and reused by the next with the same x and ids (gate and up).
+  Tensor operator()(const Tensor& x, const Tensor& ids, std::optional<Int8Rows>& int8_x) const;
 };
 ExpertLinears load_experts(const GgufTensor& t, const std::string& device,
                            const std::shared_ptr<const void>& owner = nullptr);

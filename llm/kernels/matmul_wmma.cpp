@@ -103,12 +103,15 @@ UOp build(const UnitFormat& f, int64_t out, int64_t in, const std::string& name)
 
 }  // namespace
 
-bool matmul_wmma_supports(GgmlType type, int64_t out, int64_t in) {
-  return out > 0 && out % kTile == 0 && reads_as_units(type, in);
+std::optional<KernelNeeds> matmul_wmma_needs(GgmlType type, int64_t out, int64_t in) {
+  if (out < 1 || out % kTile != 0 || !reads_as_units(type, in)) return std::nullopt;
+  const int64_t table = unit_format(type)->uses_table ? 256 * 4 : 0;
+  return KernelNeeds{.wmma = true,
+                     .lds_bytes = kWaves * kRowTiles * WmmaLane::kAcc * kWave * 4 + table};
 }
 
 UOp matmul_wmma_kernel(GgmlType type, int64_t out, int64_t in) {
-  if (!matmul_wmma_supports(type, out, in))
+  if (!matmul_wmma_needs(type, out, in))
     fail("matmul_wmma: no WMMA kernel for a {} weight of ({}, {})", format_of(type).name, out, in);
   const std::string name =
       fmt::format("matmul_wmma_{}_{}x{}x{}", format_of(type).name, kWmmaRows, out, in);

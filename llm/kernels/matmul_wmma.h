@@ -13,6 +13,7 @@
 #pragma once
 #include <cstdint>
 
+#include "llm/kernels/select.h"
 #include "llm/quant/formats.h"
 #include "tensor/tensor.h"
 
@@ -21,9 +22,9 @@ namespace ugrad::llm {
 /// Rows of the chunk the kernel computes (x is padded to it).
 inline constexpr int64_t kWmmaRows = 32;
 
-/// Whether the kernel takes a `type` weight of (out, in): what matvec_int8 takes, with `out` a
-/// multiple of 16.
-bool matmul_wmma_supports(GgmlType type, int64_t out, int64_t in);
+/// What the kernel needs for a `type` weight of (out, in) (none: a shape matvec_int8 does not
+/// take, or `out` not a multiple of 16).
+std::optional<KernelNeeds> matmul_wmma_needs(GgmlType type, int64_t out, int64_t in);
 
 /// The kernel's AST; slots: y (32, out) float32, the weight's bytes as uint32 words, x (32, in)
 /// as f16 pairs in uint32 words, tiled (matmul_wmma.cpp), then (IQ4_XS) the level table

@@ -77,12 +77,14 @@ UOp build(const UnitFormat& f, int64_t rows, int64_t out, int64_t in, int64_t ex
 
 }  // namespace
 
-bool matvec_int8_supports(GgmlType type, int64_t out, int64_t in) {
-  return out > 0 && reads_as_units(type, in);
+std::optional<KernelNeeds> matvec_int8_needs(GgmlType type, int64_t out, int64_t in) {
+  if (out < 1 || !reads_as_units(type, in)) return std::nullopt;
+  const int64_t table = unit_format(type)->uses_table ? 256 * 4 : 0;
+  return KernelNeeds{.int8_dot = true, .lds_bytes = kMatvecMaxRows * kWaves * kWave * 4 + table};
 }
 
 UOp matvec_int8_kernel(GgmlType type, int64_t rows, int64_t out, int64_t in, int64_t experts) {
-  if (!matvec_int8_supports(type, out, in))
+  if (!matvec_int8_needs(type, out, in))
     fail("matvec_int8: no int8 kernel for a {} weight of ({}, {})", format_of(type).name, out, in);
   const int64_t most = experts ? kMatvecMaxExpertRows : kMatvecMaxRows;
   if (rows < 1 || rows > most) fail("matvec_int8: {} rows (1 to {})", rows, most);

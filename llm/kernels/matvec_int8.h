@@ -10,6 +10,7 @@
 #pragma once
 #include <cstdint>
 
+#include "llm/kernels/select.h"
 #include "llm/quant/formats.h"
 #include "llm/quant/int8_rows.h"
 #include "tensor/tensor.h"
@@ -20,9 +21,9 @@ namespace ugrad::llm {
 inline constexpr int64_t kMatvecMaxRows = 8;
 inline constexpr int64_t kMatvecMaxExpertRows = 64;
 
-/// Whether the kernel takes a `type` weight of (out, in): a format with an int8 form, `in` a
-/// multiple of 256 and whole rows a multiple of 4 bytes.
-bool matvec_int8_supports(GgmlType type, int64_t out, int64_t in);
+/// What the kernel needs for a `type` weight of (out, in) (none: not a format with an int8 form,
+/// `in` not a multiple of 256 or rows not whole 4-byte words).
+std::optional<KernelNeeds> matvec_int8_needs(GgmlType type, int64_t out, int64_t in);
 
 /// The kernel's AST for `rows` rows; slots: y (rows, out) float32, the weight's bytes as uint32
 /// words, x's levels (rows, in/4) int32, x's scales (rows, in/32) float32, then, with `experts`

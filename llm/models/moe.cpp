@@ -57,10 +57,11 @@ Tensor moe_ffn(const MoeWeights& w, const Tensor& h) {
   // Each (token, slot) reads its own expert: (rows, dim) -> (rows, k, F). Every expert product
   // is materialized, a plain matmul kernel: fused with SiLU or with the sum over the slots it
   // gets no matmul optimizations (~10x slower at 32 rows).
-  Tensor gate = w.gate_exps(h, ids).contiguous();
-  Tensor up = w.up_exps(h, ids).contiguous();
+  std::optional<Int8Rows> int8_h, int8_act;  // h quantized once for gate and up
+  Tensor gate = w.gate_exps(h, ids, int8_h).contiguous();
+  Tensor up = w.up_exps(h, ids, int8_h).contiguous();
   // (rows, k, F) -> (rows, k, dim), weighted and summed over the slots.
-  Tensor out = w.down_exps(gate.silu() * up, ids);
+  Tensor out = w.down_exps(gate.silu() * up, ids, int8_act);
   Tensor y = (out * weights.reshape({rows, k, 1})).sum({1});
   if (!w.shared_gate_up.linears.empty()) {
     Tensor shared = swiglu(h, w.shared_gate_up, w.shared_down);

@@ -143,7 +143,7 @@ TEST_CASE("kernel builder: views index row-major, [] fixes the first index, resh
   CHECK_THROWS_AS(in[r][c], Error);               // [] on one dim
 }
 
-TEST_CASE("kernel builder: list reductions fold in order; bitwise operators on UOps") {
+TEST_CASE("kernel builder: list reductions fold in order, and UOps have bitwise operators") {
   const UOp a = f32(1.0), b = f32(2.0), c = f32(3.0);
   CHECK(sum({a, b, c}) == (a + b) + c);
   CHECK(maximum({a, b, c}) == a.max(b).max(c));

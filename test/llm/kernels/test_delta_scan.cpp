@@ -134,8 +134,11 @@ TEST_CASE("delta_scan: padded rows change nothing, bit for bit") {
 }
 
 TEST_CASE("delta_scan: a clear error for shapes it does not take") {
-  CHECK(delta_scan_supports(32, 128, 128));
-  CHECK(!delta_scan_supports(32, 256, 128));  // q and k of 32 rows exceed 64 KiB of LDS
-  CHECK(delta_scan_supports(16, 256, 128));
-  CHECK_THROWS_WITH_AS(delta_scan_kernel(32, 2, 300, 64, 100), doctest::Contains("d_k 300"), Error);
+  const DeviceFeatures gfx = device_features("NULL:gfx1100");
+  CHECK(select(gfx, delta_scan_needs(32, 128, 128)));
+  CHECK(!select(gfx, delta_scan_needs(32, 256, 128)));  // q and k of 32 rows exceed 64 KiB of LDS
+  CHECK(select(gfx, delta_scan_needs(16, 256, 128)));
+  CHECK(!delta_scan_needs(1, 128, 2048));  // d_v past a workgroup's work-items
+  CHECK_THROWS_WITH_AS(delta_scan_kernel(32, 2, 64, 2000, 100), doctest::Contains("d_v 2000"),
+                       Error);
 }

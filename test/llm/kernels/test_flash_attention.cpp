@@ -168,13 +168,15 @@ TEST_CASE("flash_attention: a freshly allocated cache written up to the rows' po
 }
 
 TEST_CASE("flash_attention: the shapes it takes, and a clear error for others") {
-  CHECK(flash_attention_supports(32, 8, 128));
-  CHECK(flash_attention_supports(16, 16, 64));
-  CHECK(!flash_attention_supports(12, 8, 128));  // not a whole group
-  CHECK(!flash_attention_supports(64, 4, 128));  // a group of 16 waves
-  CHECK(!flash_attention_supports(8, 8, 100));   // not whole waves of value dims
-  CHECK_THROWS_WITH_AS(flash_attention_split_kernel(1, 12, 8, 128, 64, 63),
+  const DeviceFeatures gfx = device_features("NULL:gfx1100");
+  CHECK(select(gfx, flash_attention_needs(32, 8, 128)));
+  CHECK(select(gfx, flash_attention_needs(16, 16, 64)));
+  CHECK(!flash_attention_needs(12, 8, 128));               // not a whole group
+  CHECK(!flash_attention_needs(64, 4, 128));               // a group of 16 waves
+  CHECK(!flash_attention_needs(8, 8, 100));                // not whole waves of value dims
+  CHECK(!select(gfx, flash_attention_needs(8, 1, 2048)));  // its tile exceeds the LDS
+  CHECK_THROWS_WITH_AS(flash_attention_split_kernel(1, 12, 8, 128, 64, 63, gfx),
                        doctest::Contains("12 heads over 8 KV heads of 128"), Error);
-  CHECK_THROWS_WITH_AS(flash_attention_split_kernel(32, 32, 8, 128, 64, 40),
+  CHECK_THROWS_WITH_AS(flash_attention_split_kernel(32, 32, 8, 128, 64, 40, gfx),
                        doctest::Contains("32 rows at positions up to 40 in a cache of 64"), Error);
 }

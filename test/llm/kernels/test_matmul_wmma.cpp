@@ -54,10 +54,10 @@ TEST_CASE("matmul_wmma: ragged shapes (feature tiles past the last wave)") {
 }
 
 TEST_CASE("matmul_wmma: what it does not take") {
-  CHECK(!matmul_wmma_supports(GgmlType::Q4_K, 24, 256));  // out not a multiple of 16
-  CHECK(!matmul_wmma_supports(GgmlType::Q4_K, 64, 128));  // in not a multiple of 256
-  CHECK(!matmul_wmma_supports(GgmlType::Q6_K, 64, 256));  // rows of 210 bytes
-  CHECK(matmul_wmma_supports(GgmlType::Q6_K, 64, 512));
+  CHECK(!matmul_wmma_needs(GgmlType::Q4_K, 24, 256));  // out not a multiple of 16
+  CHECK(!matmul_wmma_needs(GgmlType::Q4_K, 64, 128));  // in not a multiple of 256
+  CHECK(!matmul_wmma_needs(GgmlType::Q6_K, 64, 256));  // rows of 210 bytes
+  CHECK(matmul_wmma_needs(GgmlType::Q6_K, 64, 512));
   CHECK_THROWS_WITH_AS(matmul_wmma_kernel(GgmlType::Q8_0, 24, 256),
                        "matmul_wmma: no WMMA kernel for a Q8_0 weight of (24, 256)", Error);
   CHECK_THROWS_WITH_AS(

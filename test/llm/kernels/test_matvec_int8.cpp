@@ -85,12 +85,12 @@ TEST_CASE("matvec_int8: rows that each take their own expert") {
 }
 
 TEST_CASE("matvec_int8: what it does not take") {
-  CHECK(!matvec_int8_supports(GgmlType::Q4_K, 64, 128));  // in not a multiple of 256
-  CHECK(!matvec_int8_supports(GgmlType::Q6_K, 64, 256));  // rows of 210 bytes
-  CHECK(!matvec_int8_supports(GgmlType::Q3_K, 64, 256));  // rows of 110 bytes
-  CHECK(!matvec_int8_supports(GgmlType::Q8_0, 64, 224));  // in not a multiple of 256
-  CHECK(matvec_int8_supports(GgmlType::Q6_K, 64, 512));
-  CHECK(!matvec_int8_supports(GgmlType::F16, 64, 256));
+  CHECK(!matvec_int8_needs(GgmlType::Q4_K, 64, 128));  // in not a multiple of 256
+  CHECK(!matvec_int8_needs(GgmlType::Q6_K, 64, 256));  // rows of 210 bytes
+  CHECK(!matvec_int8_needs(GgmlType::Q3_K, 64, 256));  // rows of 110 bytes
+  CHECK(!matvec_int8_needs(GgmlType::Q8_0, 64, 224));  // in not a multiple of 256
+  CHECK(matvec_int8_needs(GgmlType::Q6_K, 64, 512));
+  CHECK(!matvec_int8_needs(GgmlType::F16, 64, 256));
   CHECK_THROWS_WITH_AS(matvec_int8_kernel(GgmlType::Q4_K, 1, 64, 128),
                        "matvec_int8: no int8 kernel for a Q4_K weight of (64, 128)", Error);
   CHECK_THROWS_WITH_AS(matvec_int8_kernel(GgmlType::Q4_K, 9, 64, 256),
