@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "llm/kernels/delta_scan.h"
+#include "llm/kernels/materialized.h"
 #include "runtime/device_features.h"
 
 namespace ugrad::llm {
@@ -87,7 +88,7 @@ Tensor delta_rule_chunk(const Tensor& state, const Tensor& old, const Tensor& q,
   // ranges, one with strided loads) got no optimization at all (at the Qwen3.5-0.8B shape these
   // kernels ran 0.5-1.5 ms per chunk and layer).
   auto product = [](const Tensor& a, const Tensor& b) {
-    return a.contiguous().matmul(b.contiguous()).contiguous();
+    return materialized(a).matmul(materialized(b)).contiguous();
   };
   Tensor eg = cum.exp().unsqueeze(-1);  // (heads, n, 1)
   Tensor s = old.transpose();           // (heads, d_k, d_v)

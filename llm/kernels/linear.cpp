@@ -3,6 +3,7 @@
 #include "base/env.h"
 #include "llm/gguf/mapped_file.h"
 #include "llm/kernels/int8_quantize.h"
+#include "llm/kernels/materialized.h"
 #include "llm/kernels/matmul_wmma.h"
 #include "llm/kernels/matvec_int8.h"
 #include "llm/quant/int8_rows.h"
@@ -210,7 +211,7 @@ std::vector<Tensor> LinearGroup::operator()(const Tensor& x) const {
   // x quantized to int8 once for the members whose kernels read it so.
   std::optional<Int8Rows> int8_x;
   std::vector<Tensor> products;
-  for (const Linear& l : linears) products.push_back(l(x, int8_x).contiguous());
+  for (const Linear& l : linears) products.push_back(materialized(l(x, int8_x)));
   std::vector<Tensor> out;
   for (const Part& p : parts) {
     const Tensor& y = products[p.linear];

@@ -122,7 +122,8 @@ namespace {
 
 // x (32, in) as f16 in the kernel's layout: words of 2 halves, [column / 16][column % 16 / 8]
 // [row][4 words] (columns reordered as dequantized() orders the weights), so that the 16 lanes
-// loading an A fragment's half read 256 consecutive bytes.
+// loading an A fragment's half read 256 consecutive bytes. Lazy: custom_kernel materializes it, in
+// one kernel.
 Tensor tiled_halves(const Tensor& xh, int64_t in) {
   // Each 4 columns in the order 0, 2, 1, 3, as the B fragments hold the weights (dequantized).
   const Tensor ordered = xh.reshape({kWmmaRows, in / 4, 2, 2}).permute({0, 1, 3, 2});
@@ -132,7 +133,7 @@ Tensor tiled_halves(const Tensor& xh, int64_t in) {
                  .reshape({kWmmaRows, in / 2, 2});
   Tensor words = h.shrink({{0, kWmmaRows}, {0, in / 2}, {0, 1}}) +
                  h.shrink({{0, kWmmaRows}, {0, in / 2}, {1, 2}}) * 65536;
-  return words.reshape({kWmmaRows, in / kTile, 2, 4}).permute({1, 2, 0, 3}).contiguous();
+  return words.reshape({kWmmaRows, in / kTile, 2, 4}).permute({1, 2, 0, 3});
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "llm/kernels/materialized.h"
 #include "llm/models/layers.h"
 
 namespace ugrad::llm {
@@ -58,8 +59,8 @@ Tensor moe_ffn(const MoeWeights& w, const Tensor& h) {
   // is materialized, a plain matmul kernel: fused with SiLU or with the sum over the slots it
   // gets no matmul optimizations (~10x slower at 32 rows).
   std::optional<Int8Rows> int8_h, int8_act;  // h quantized once for gate and up
-  Tensor gate = w.gate_exps(h, ids, int8_h).contiguous();
-  Tensor up = w.up_exps(h, ids, int8_h).contiguous();
+  Tensor gate = materialized(w.gate_exps(h, ids, int8_h));
+  Tensor up = materialized(w.up_exps(h, ids, int8_h));
   // (rows, k, F) -> (rows, k, dim), weighted and summed over the slots.
   Tensor out = w.down_exps(gate.silu() * up, ids, int8_act);
   Tensor y = (out * weights.reshape({rows, k, 1})).sum({1});

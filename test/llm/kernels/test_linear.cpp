@@ -153,13 +153,18 @@ TEST_CASE("linear: a group's members of one type are one matrix on a GPU, each p
   CHECK(on_gpu.parts[2].linear == 1);
   CHECK(on_gpu.parts[4].linear == 2);
   {
-    // A decode row: x quantized to int8 once for the three decode kernels (one launch each).
+    // A decode row: x quantized to int8 once for the three decode kernels (one launch each), and
+    // their outputs are the products, not copied into buffers of their own.
     Tensor x1 = Tensor::full({1, 256}, 0.5, dtypes::float32, "NULL:gfx1100");
     std::set<UOp> kernels;
+    int copies = 0;
     for (const Tensor& y : on_gpu(x1))
-      for (const UOp& u : y.node().toposort())
+      for (const UOp& u : y.node().toposort()) {
         if (u.op() == Op::KERNEL) kernels.insert(u);
+        copies += u.op() == Op::CONTIGUOUS;
+      }
     CHECK(kernels.size() == 3 + 1);
+    CHECK(copies == 0);
     ScopedKnob off(Knob::LLM_KERNELS, "0");
     CHECK(load_linears(members, "NULL:gfx1100").linears.size() == 5);
   }
