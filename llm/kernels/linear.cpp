@@ -153,7 +153,9 @@ Tensor Linear::operator()(const Tensor& x, std::optional<Int8Rows>& int8_x) cons
     return linear_int8(quantize_rows_int8(x), type, blocks, words, out, in);
   if (kernel == Kernel::CpuDot4 && rows > 1 && packed.words.defined())
     return matmul_int8(quantize_pairs_int8(x), packed);
-  if (!int8_activations(type)) return x.linear(weight);
+  // The float product's x materialized here, so callers pass expressions: the int8 paths above
+  // fuse them into x's quantization instead (one kernel fewer each).
+  if (!int8_activations(type)) return materialized(x).linear(weight);
   // Materialized: fused into the matmul, the rounding would cost it its tiling.
   return round_rows_int8(x).contiguous().linear(weight);
 }

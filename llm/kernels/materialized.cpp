@@ -6,7 +6,7 @@ namespace ugrad::llm {
 
 Tensor materialized(const Tensor& y) {
   const UOp& u = y.node().op() == Op::RESHAPE ? y.node().src(0) : y.node();
-  return is_kernel_output(u) || u.op() == Op::CONTIGUOUS ? y : y.contiguous();
+  return y.is_realized() || is_kernel_output(u) || u.op() == Op::CONTIGUOUS ? y : y.contiguous();
 }
 
 }  // namespace ugrad::llm

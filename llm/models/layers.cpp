@@ -46,10 +46,10 @@ std::pair<Tensor, Tensor> rope_tables(int64_t start_pos, int64_t rows, int64_t n
 
 Tensor swiglu(const Tensor& h, const LinearGroup& gate_up, const Linear& down) {
   // The projections are materialized (each a plain matmul kernel with the matmul optimizations,
-  // or one fused kernel), and so is their product (fused into the down projection, SiLU would
-  // be recomputed per output column).
+  // or one fused kernel); their product is down's x, which the linear materializes or fuses into
+  // its int8 quantization.
   const std::vector<Tensor> gu = gate_up(h);
-  return down((gu[0].silu() * gu[1]).contiguous());
+  return down(gu[0].silu() * gu[1]);
 }
 
 // Rows past max_context - 1 take the padding of a chunk that starts near the end. The storage

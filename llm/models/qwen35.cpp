@@ -86,8 +86,7 @@ Tensor Qwen35Model::attention(Attention& l, const Tensor& h, const Tensor& cos, 
   Tensor k = rms_norm(qkv[1].reshape({n, kv_heads, hd}), l.k_norm, config_.rms_eps);
   Tensor v = qkv[2].reshape({n, kv_heads, hd});
   Tensor out = l.cache.attend(rope(q, cos, sin), rope(k, cos, sin), v, chunk);
-  // Materialized: fused into the projection the gate would be recomputed once per output column.
-  return l.wo((out * gate.sigmoid()).contiguous());
+  return l.wo(out * gate.sigmoid());  // the linear materializes it or fuses it into x's int8 form
 }
 
 // Gated DeltaNet (docs/qwen.md#gated-deltanet) over the chunk's rows; padded rows get beta = 0
@@ -137,8 +136,8 @@ Tensor Qwen35Model::delta_net(DeltaNet& l, const Tensor& h, const Chunk& chunk) 
   }
   Tensor y = gated_delta_rule(l.state, q, k, v, beta, log_decay, chunk.start_pos);  // (n, H_v, d_v)
   Tensor z = in[1].reshape({n, hv, dv});
-  // Materialized: fused into the projection SiLU(z) would be recomputed once per output column.
-  Tensor gated = (rms_norm(y, l.norm, eps) * z.silu()).reshape({n, hv * dv}).contiguous();
+  // The projection's x: the linear materializes it or fuses it into x's int8 form.
+  Tensor gated = (rms_norm(y, l.norm, eps) * z.silu()).reshape({n, hv * dv});
   return l.w_out(gated);
 }
 

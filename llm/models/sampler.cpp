@@ -67,7 +67,7 @@ Tensor bisect_threshold(const Pred& pred, const std::string& device) {
   Tensor t = Tensor::scalar(0, dtypes::int32, device);
   for (int bit = kThresholdBits - 1; bit >= 0; --bit) {
     Tensor candidate = t + (int32_t{1} << bit);
-    t = pred(candidate).where(candidate, t).contiguous();
+    t = pred(candidate).where(candidate, t);
   }
   return t;
 }
@@ -104,7 +104,7 @@ Tensor sample_graph(const Tensor& logits, const Tensor& params, const GraphKey& 
   }
   if (g.top_p) {
     auto mass = [&](const Tensor& t) { return q_bits.ge(t).where(q, 0.0f).sum(); };
-    Tensor target = (mass(threshold) * param(params, kTopP, dtypes::float32)).contiguous();
+    Tensor target = mass(threshold) * param(params, kTopP, dtypes::float32);
     threshold = bisect_threshold([&](const Tensor& t) { return mass(t).ge(target); }, device);
   }
   Tensor kept = q_bits.ge(threshold);
@@ -208,7 +208,7 @@ int32_t Sampler::draw(const Tensor& logits, int64_t step) {
 int32_t Sampler::sample(const Tensor& logits) { return draw(logits, step_++); }
 
 void Sampler::warm_up(int64_t vocab) {
-  Tensor zeros = Tensor::zeros({1, vocab}, dtypes::float32, device_).contiguous();
+  Tensor zeros = Tensor::zeros({1, vocab}, dtypes::float32, device_);
   zeros.realize();
   for (int call = 0; call < 2; ++call) draw(zeros, 0);
 }
