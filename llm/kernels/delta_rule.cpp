@@ -81,7 +81,7 @@ Tensor delta_rule_chunk(const Tensor& state, const Tensor& old, const Tensor& q,
       return i / (2 * b) == j / (2 * b) && i / b != j / b;
     };
     Tensor off = a * index_mask(n, off_block, device);
-    t = (t - t.matmul(off).matmul(t)).contiguous();
+    t = t - t.matmul(off).matmul(t);
   }
   // Every product is its own kernel over materialized operands: an expression operand costs a
   // matmul its register tiling, and two products summed in one kernel (reduces over their own

@@ -156,7 +156,8 @@ Tensor Linear::operator()(const Tensor& x, std::optional<Int8Rows>& int8_x) cons
   // The float product's x materialized here, so callers pass expressions: the int8 paths above
   // fuse them into x's quantization instead (one kernel fewer each).
   if (!int8_activations(type)) return materialized(x).linear(weight);
-  // Materialized: fused into the matmul, the rounding would cost it its tiling.
+  // Materialized: fused into the matmul, the rounding would cost it its tiling (measured: a small
+  // Q4_K_M model's CPU prefill 2.5x slower).
   return round_rows_int8(x).contiguous().linear(weight);
 }
 

@@ -46,6 +46,7 @@ std::pair<Tensor, Tensor> top_k(const Tensor& logits, int64_t k) {
   Tensor slot = rank.one_hot(k).permute({0, 2, 1});                      // (rows, k, E)
   Tensor ids = slot.argmax(2);
   Tensor picked = slot.cast(dtypes::bool_).where(l_j, 0).sum({2});
+  // Materialized (measured by test_moe: lazy, the expert kernels loop over all E experts).
   return {ids.contiguous(), picked.softmax(1).contiguous()};
 }
 

@@ -95,6 +95,7 @@ Tensor sample_graph(const Tensor& logits, const Tensor& params, const GraphKey& 
   Tensor usable = m.lt(INFINITY) & m.gt(-INFINITY);
   if (g.greedy) return usable.where(sane.argmax(), -1);
 
+  // Materialized: every threshold reduction (up to ~60) compares the same bits of one exp.
   Tensor q = ((x - m) * param(params, kInvTemp, dtypes::float32)).exp().contiguous();
   Tensor q_bits = q.bitcast(dtypes::int32);
   Tensor threshold = Tensor::scalar(0, dtypes::int32, device);  // keep q_bits >= threshold
@@ -112,6 +113,7 @@ Tensor sample_graph(const Tensor& logits, const Tensor& params, const GraphKey& 
   // Gumbel-max in its exponential-race form: argmax(q / E), E = -log(u) ~ Exp(1), is
   // argmax(log q + Gumbel noise) and draws from q restricted to the kept tokens (q = 1 at the
   // maximum, so the winner always has a positive score and the dropped tokens' -1 never wins).
+  // Materialized: argmax's max and its equality test must see the same bits.
   Tensor race = kept.where(q / -uniforms(params, ids, step).log(), -1.0f).contiguous();
   return usable.where(race.argmax(), -1);
 }

@@ -236,6 +236,7 @@ Tensor linear_int8_x_words(const Int8Rows& x, GgmlType type) {
          group, in);
   // (rows, group, lane, step, byte) -> (rows, group, step, lane, byte)
   Tensor q = x.q.reshape({rows, in / group, kLanes, f.steps, 4}).permute({0, 1, 3, 2, 4});
+  // Materialized: the DOT4 matvec's vector loads read x's words in the weights' lane order.
   return level_words(q).reshape({rows, in / 4}).bitcast(dtypes::int32).contiguous();
 }
 

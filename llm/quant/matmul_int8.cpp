@@ -200,7 +200,8 @@ Int8Pairs quantize_pairs_int8(const Tensor& x) {
                            .bitcast(dtypes::int32)
                            .contiguous();
   const Tensor scale = l.scale.reshape({rows, g_count, 2, 1});
-  // The sums of 16 (one reduce), and of 32 as pairs of them.
+  // The sums of 16 (one reduce), and of 32 as pairs of them; with the scales one buffer in the
+  // GEMM's order (materialized: the cat's selects are not evaluated per output column).
   const Tensor sum16 =
       l.q.reshape({rows, g_count, 2, 2, kInt8Block / 2}).sum({-1}).cast(dtypes::float32) * scale;
   const Tensor sum32 = sum16.shrink({{0, rows}, {0, g_count}, {0, 2}, {0, 1}}) +

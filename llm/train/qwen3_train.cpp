@@ -53,7 +53,7 @@ TrainableQwen3::TrainableQwen3(TrainShape shape, uint64_t seed, const std::strin
 Tensor& TrainableQwen3::add(const std::string& name, std::vector<int64_t> dims, bool norm) {
   Tensor w = norm ? Tensor::ones(dims, dtypes::float32, device_)
                   : Tensor::randn(dims, dtypes::float32, device_) * 0.02;
-  params_.push_back(w.contiguous().realize().requires_grad_());
+  params_.push_back(w.realize().requires_grad_());
   names_.push_back(name);
   return params_.back();
 }
