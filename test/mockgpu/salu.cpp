@@ -14,7 +14,8 @@ using u64 = uint64_t;
 using i32 = int32_t;
 using i64 = int64_t;
 
-// A scalar op: D = f(S0, S1, SCC in) with SCC out; widths of S0, S1 and D (32 or 64).
+// A scalar op: D = f(S0, S1, SCC in) with SCC out; widths of S0, S1 and D (32 or 64). SOP1 has no
+// S1: its f gets D's old value there (the bit set and clear ops read it).
 struct SopSpec {
   u64 (*f)(u64 a, u64 b, bool& scc);
   bool wide0, wide1, wided;
@@ -24,7 +25,9 @@ struct SopSpec {
 void exec_sop(Wave& w, const Inst& in) {
   const SopSpec& sp = *static_cast<const SopSpec*>(in.spec);
   u64 a = scalar_operand(w, in, in.src[0], sp.wide0 ? Ty::B64 : Ty::B32);
-  u64 b = in.enc == Enc::SOP1 ? 0 : scalar_operand(w, in, in.src[1], sp.wide1 ? Ty::B64 : Ty::B32);
+  u64 b = in.enc != Enc::SOP1 ? scalar_operand(w, in, in.src[1], sp.wide1 ? Ty::B64 : Ty::B32)
+          : in.sdst == kNull  ? 0
+                              : w.s[in.sdst];
   bool scc = w.scc;
   u64 d = sp.f(a, b, scc);
   if (sp.writes_d && in.enc != Enc::SOPC) {
@@ -204,6 +207,8 @@ const std::vector<std::pair<const char*, SopSpec>> kSop = {
     SOP("s_sext_i32_i16", 0, 0, 0, return lo(static_cast<u64>(static_cast<int16_t>(a)))),
     SOP("s_abs_i32", 0, 0, 0, i32 x = slo(a); u32 r = x < 0 ? 0u - lo(a) : lo(a); scc = r != 0;
         return r),
+    SOP("s_bitset0_b32", 0, 0, 0, return lo(b) & ~(1u << (a & 31))),
+    SOP("s_bitset1_b32", 0, 0, 0, return lo(b) | 1u << (a & 31)),
     SOP("s_bcnt0_i32_b32", 0, 0, 0, u32 r = 32 - std::popcount(lo(a)); scc = r != 0; return r),
     SOP("s_bcnt1_i32_b32", 0, 0, 0, u32 r = std::popcount(lo(a)); scc = r != 0; return r),
     SOP("s_bcnt1_i32_b64", 1, 0, 0, u32 r = std::popcount(a); scc = r != 0; return r),

@@ -330,6 +330,11 @@ TEST_CASE("SALU arithmetic, SCC, branches and saveexec") {
       "s_and_saveexec_b32 s22, s4\n"
       "s_sub_i32 s23, 5, 7\n"
       "s_ashr_i32 s24, s1, 31\n"
+      "s_mov_b32 s25, 0x100\n"
+      "s_bitset1_b32 s25, 35\n"  // bit 35 & 31 = 3 of s25 set, the others kept
+      "s_mov_b32 s26, 0x109\n"
+      "s_bitset0_b32 s26, s2\n"  // bit 2 of s26 cleared (it is already 0: unchanged)
+      "s_bitset0_b32 s26, 3\n"
       "s_endpgm");
   r.s(1) = 0xffffffffu;
   r.s(2) = 2;
@@ -351,6 +356,8 @@ TEST_CASE("SALU arithmetic, SCC, branches and saveexec") {
   CHECK(r.s(kExec) == 0x12345678u);
   CHECK(r.s(23) == static_cast<uint32_t>(-2));
   CHECK(r.s(24) == 0xffffffffu);
+  CHECK(r.s(25) == 0x108u);
+  CHECK(r.s(26) == 0x101u);
 }
 
 TEST_CASE("VOPD dual issue reads both halves before writing") {
