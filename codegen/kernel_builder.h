@@ -9,7 +9,7 @@
 //   KernelBuilder kb;
 //   View out = kb.buffer(dtypes::float32, {rows, n}), in = kb.buffer(dtypes::float32, {rows, n});
 //   UOp row = kb.global(rows), i = kb.local(n);
-//   kb.store(out.at(row, i), in(row, i) * 2.0f);
+//   kb.store(out.at(row, i), in(row, i) * f32(2.0));
 //   UOp ast = kb.build("twice");
 //
 // A view's element (i0, ..., ik) over dims of extents e0..ek lies at ((i0 * e1 + i1) * e2 + ...)
