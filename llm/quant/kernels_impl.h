@@ -1,4 +1,4 @@
-// Private: the per-format block kernels behind dequantize() and quantize(). Each handles
+// Private: the per-format block kernels behind quantize(). Each handles
 // `nblocks` consecutive blocks; sizes are checked by the callers.
 #pragma once
 #include <bit>
@@ -7,29 +7,7 @@
 
 namespace ugrad::llm::detail {
 
-using DequantFn = void (*)(const uint8_t* src, float* dst, size_t nblocks);
 using QuantFn = void (*)(const float* src, uint8_t* dst, size_t nblocks);
-
-// dequantize_simple.cpp
-void dequantize_f32(const uint8_t* src, float* dst, size_t nblocks);
-void dequantize_f16(const uint8_t* src, float* dst, size_t nblocks);
-void dequantize_bf16(const uint8_t* src, float* dst, size_t nblocks);
-void dequantize_q4_0(const uint8_t* src, float* dst, size_t nblocks);
-void dequantize_q4_1(const uint8_t* src, float* dst, size_t nblocks);
-void dequantize_q5_0(const uint8_t* src, float* dst, size_t nblocks);
-void dequantize_q5_1(const uint8_t* src, float* dst, size_t nblocks);
-void dequantize_q8_0(const uint8_t* src, float* dst, size_t nblocks);
-// dequantize_k.cpp
-void dequantize_q2_k(const uint8_t* src, float* dst, size_t nblocks);
-void dequantize_q3_k(const uint8_t* src, float* dst, size_t nblocks);
-void dequantize_q4_k(const uint8_t* src, float* dst, size_t nblocks);
-void dequantize_q5_k(const uint8_t* src, float* dst, size_t nblocks);
-void dequantize_q6_k(const uint8_t* src, float* dst, size_t nblocks);
-void dequantize_q8_k(const uint8_t* src, float* dst, size_t nblocks);
-// dequantize_nonlinear.cpp
-void dequantize_iq4_nl(const uint8_t* src, float* dst, size_t nblocks);
-void dequantize_iq4_xs(const uint8_t* src, float* dst, size_t nblocks);
-void dequantize_mxfp4(const uint8_t* src, float* dst, size_t nblocks);
 
 // quantize_simple.cpp
 void quantize_f32(const float* src, uint8_t* dst, size_t nblocks);

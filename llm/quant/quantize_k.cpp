@@ -8,6 +8,7 @@
 
 #include "llm/quant/blocks.h"
 #include "llm/quant/kernels_impl.h"
+#include "llm/quant/layout.h"
 
 namespace ugrad::llm::detail {
 namespace {
@@ -201,30 +202,11 @@ float fit_scale_refined(int n, int nmax, const float* x, int8_t* L) {
   return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
 }
 
-// Q2_K/Q3_K: 2-bit quants (the low 2 bits of L) packed 4 per byte (blocks.h, Q2_K order).
-void pack_2bit(const uint8_t* L, uint8_t* qs) {
-  for (int h = 0; h < kQK_K; h += 128, qs += 32)
-    for (int l = 0; l < 32; ++l)
-      qs[l] =
-          uint8_t(L[h + l] | (L[h + l + 32] << 2) | (L[h + l + 64] << 4) | (L[h + l + 96] << 6));
-}
-
-// Q4_K/Q5_K scale packing (inverse of unpack_scale_min_k4).
-void pack_scale_min_k4(int j, uint8_t ls, uint8_t lm, uint8_t* s) {
-  if (j < 4) {
-    s[j] = ls;
-    s[j + 4] = lm;
-  } else {
-    s[j + 4] = uint8_t((ls & 0xF) | ((lm & 0xF) << 4));
-    s[j - 4] |= uint8_t((ls >> 4) << 6);
-    s[j] |= uint8_t((lm >> 4) << 6);
-  }
-}
-
 // The shared Q4_K/Q5_K front half: per-sub-block affine fits (weights av + |x|, av the sub-block
 // RMS), 6-bit scales and mins, fp16 d/dmin, then L re-derived from the stored values.
 // Writes d, dmin and the 12 scale bytes at block; L receives 256 quants in [0, nmax].
-void quantize_k_affine(const float* x, uint8_t* block, int nmax, ScaleSearch search, uint8_t* L) {
+void quantize_k_affine(const BlockLayout& layout, const float* x, uint8_t* block, int nmax,
+                       ScaleSearch search, uint8_t* L) {
   constexpr int kSub = 32;
   float scales[kSubBlocks], mins[kSubBlocks], weights[kSub];
   float max_scale = 0, max_min = 0;
@@ -240,24 +222,18 @@ void quantize_k_affine(const float* x, uint8_t* block, int nmax, ScaleSearch sea
   }
   const float inv_scale = max_scale > 0 ? float(kScaleMax6) / max_scale : 0.0f;
   const float inv_min = max_min > 0 ? float(kScaleMax6) / max_min : 0.0f;
-  uint8_t* packed = block + q4_k::kScales;  // same offset in Q5_K
-  std::memset(packed, 0, q4_k::kScaleBytes);
   for (int j = 0; j < kSubBlocks; ++j) {
-    const uint8_t ls =
-        uint8_t(std::min(kScaleMax6, int(uint8_t(nearest_int(inv_scale * scales[j])))));
-    const uint8_t lm = uint8_t(std::min(kScaleMax6, int(uint8_t(nearest_int(inv_min * mins[j])))));
-    pack_scale_min_k4(j, ls, lm, packed);
+    layout.scale.store(block, j,
+                       std::min(kScaleMax6, int(uint8_t(nearest_int(inv_scale * scales[j])))));
+    layout.min.store(block, j, std::min(kScaleMax6, int(uint8_t(nearest_int(inv_min * mins[j])))));
   }
-  store_f16(block + q4_k::kD, max_scale / float(kScaleMax6));
-  store_f16(block + q4_k::kDmin, max_min / float(kScaleMax6));
-  const float d_stored = load_f16(block + q4_k::kD);
-  const float dmin_stored = load_f16(block + q4_k::kDmin);
-  for (int j = 0; j < kSubBlocks; ++j) {
-    uint8_t sc, m;
-    unpack_scale_min_k4(j, packed, &sc, &m);
-    requantize_affine(kSub, nmax, x + kSub * j, d_stored * float(sc), dmin_stored * float(m),
-                      L + kSub * j);
-  }
+  store_f16(block + layout.d, max_scale / float(kScaleMax6));
+  store_f16(block + layout.m, max_min / float(kScaleMax6));
+  const float d_stored = load_f16(block + layout.d);
+  const float dmin_stored = load_f16(block + layout.m);
+  for (int j = 0; j < kSubBlocks; ++j)
+    requantize_affine(kSub, nmax, x + kSub * j, d_stored * float(layout.scale.read(block, j)),
+                      dmin_stored * float(layout.min.read(block, j)), L + kSub * j);
 }
 
 }  // namespace
@@ -266,6 +242,7 @@ void quantize_k_affine(const float* x, uint8_t* block, int nmax, ScaleSearch sea
 // relative to d = max scale / 15 and dmin = max min / 15, 2-bit quants (nmax 3).
 void quantize_q2_k(const float* x, uint8_t* dst, size_t nblocks) {
   constexpr int kSub = q2_k::kSubBlock;
+  const BlockLayout& layout = *block_layout(GgmlType::Q2_K);
   uint8_t L[kQK_K];
   float scales[kSubBlocks16], mins[kSubBlocks16], weights[kSub];
   for (size_t b = 0; b < nblocks; ++b, x += kQK_K, dst += q2_k::kBytes) {
@@ -279,19 +256,18 @@ void quantize_q2_k(const float* x, uint8_t* dst, size_t nblocks) {
     // A zero maximum gives zero codes and a zero d (dmin), as ggml's separate branch does.
     const float inv_scale = max_scale > 0 ? float(kScaleMax4) / max_scale : 0.0f;
     const float inv_min = max_min > 0 ? float(kScaleMax4) / max_min : 0.0f;
-    uint8_t* sc = dst + q2_k::kScales;
     for (int j = 0; j < kSubBlocks16; ++j) {
-      const int ls = nearest_int(inv_scale * scales[j]), lm = nearest_int(inv_min * mins[j]);
-      sc[j] = uint8_t(uint8_t(ls) | (lm << 4));
+      layout.scale.store(dst, j, nearest_int(inv_scale * scales[j]));
+      layout.min.store(dst, j, nearest_int(inv_min * mins[j]));
     }
     store_f16(dst + q2_k::kD, max_scale / float(kScaleMax4));
     store_f16(dst + q2_k::kDmin, max_min / float(kScaleMax4));
     const float d_stored = load_f16(dst + q2_k::kD);
     const float dmin_stored = load_f16(dst + q2_k::kDmin);
     for (int j = 0; j < kSubBlocks16; ++j)
-      requantize_affine(kSub, 3, x + kSub * j, d_stored * float(sc[j] & 0xF),
-                        dmin_stored * float(sc[j] >> 4), L + kSub * j);
-    pack_2bit(L, dst + q2_k::kQs);
+      requantize_affine(kSub, 3, x + kSub * j, d_stored * float(layout.scale.read(dst, j)),
+                        dmin_stored * float(layout.min.read(dst, j)), L + kSub * j);
+    layout.quant.store_all(dst, L);
   }
 }
 
@@ -299,22 +275,21 @@ void quantize_q2_k(const float* x, uint8_t* dst, size_t nblocks) {
 // (signed largest sub-block scale), 3-bit quants split into 2 low bits and an hmask bit.
 void quantize_q3_k(const float* x, uint8_t* dst, size_t nblocks) {
   constexpr int kSub = q3_k::kSubBlock;
+  const BlockLayout& layout = *block_layout(GgmlType::Q3_K);
   int8_t L[kQK_K];
   float scales[kSubBlocks16];
   for (size_t b = 0; b < nblocks; ++b, x += kQK_K, dst += q3_k::kBytes) {
     for (int j = 0; j < kSubBlocks16; ++j)
       scales[j] = fit_scale_refined(kSub, q3_k::kOffset, x + kSub * j, L + kSub * j);
     const float max_scale = signed_max(kSubBlocks16, scales);
-    uint8_t* packed = dst + q3_k::kScales;
-    std::memset(packed, 0, q3_k::kScaleBytes);
+    std::memset(dst + q3_k::kScales, 0, q3_k::kScaleBytes);
     if (max_scale != 0.0f) {
       const float iscale = -float(q3_k::kScaleOffset) / max_scale;
       for (int j = 0; j < kSubBlocks16; ++j) {
         const int ls = std::clamp(nearest_int(iscale * scales[j]), -q3_k::kScaleOffset,
                                   q3_k::kScaleOffset - 1) +
                        q3_k::kScaleOffset;
-        packed[j % 8] |= uint8_t((ls & 0xF) << (4 * (j / 8)));  // inverse of unpack_scale_q3_k
-        packed[8 + j % 4] |= uint8_t((ls >> 4) << (2 * (j / 4)));
+        layout.scale.store(dst, j, ls);
       }
       store_f16(dst + q3_k::kD, 1 / iscale);
     } else {
@@ -322,7 +297,7 @@ void quantize_q3_k(const float* x, uint8_t* dst, size_t nblocks) {
     }
     const float d_stored = load_f16(dst + q3_k::kD);
     for (int j = 0; j < kSubBlocks16; ++j) {
-      const float d = d_stored * float(unpack_scale_q3_k(j, packed) - q3_k::kScaleOffset);
+      const float d = d_stored * float(layout.scale.read(dst, j));
       if (d == 0.0f) continue;  // keep the fit's quants, as ggml does
       for (int i = 0; i < kSub; ++i) {
         const int l =
@@ -330,48 +305,33 @@ void quantize_q3_k(const float* x, uint8_t* dst, size_t nblocks) {
         L[kSub * j + i] = int8_t(l + q3_k::kOffset);
       }
     }
-    uint8_t* hmask = dst + q3_k::kHmask;
-    std::memset(hmask, 0, 32);
-    uint8_t low[kQK_K];
-    for (int e = 0; e < kQK_K; ++e) {
-      if (L[e] > 3) hmask[e % 32] |= uint8_t(1 << (e / 32));
-      low[e] = uint8_t(L[e] & 3);
-    }
-    pack_2bit(low, dst + q3_k::kQs);
+    layout.quant.store_all(dst, L);
   }
 }
 
 // Q4_K: 8 sub-blocks of 32, 6-bit scales and mins, 4-bit quants (nmax 15).
 void quantize_q4_k(const float* x, uint8_t* dst, size_t nblocks) {
+  const BlockLayout& layout = *block_layout(GgmlType::Q4_K);
   uint8_t L[kQK_K];
   for (size_t b = 0; b < nblocks; ++b, x += kQK_K, dst += q4_k::kBytes) {
-    quantize_k_affine(x, dst, 15, kSearchQ4K, L);
-    uint8_t* qs = dst + q4_k::kQs;
-    for (int g = 0; g < kQK_K; g += 64, qs += 32)
-      for (int l = 0; l < 32; ++l) qs[l] = uint8_t(L[g + l] | (L[g + l + 32] << 4));
+    quantize_k_affine(layout, x, dst, 15, kSearchQ4K, L);
+    layout.quant.store_all(dst, L);
   }
 }
 
 // Q5_K: as Q4_K with 5-bit quants (nmax 31); the 5th bit of sub-block j goes to bit j of qh[l].
 void quantize_q5_k(const float* x, uint8_t* dst, size_t nblocks) {
+  const BlockLayout& layout = *block_layout(GgmlType::Q5_K);
   uint8_t L[kQK_K];
   for (size_t b = 0; b < nblocks; ++b, x += kQK_K, dst += q5_k::kBytes) {
-    quantize_k_affine(x, dst, 31, kSearchQ5K, L);
-    uint8_t* qh = dst + q5_k::kQh;
-    uint8_t* qs = dst + q5_k::kQs;
-    std::memset(qh, 0, 32);
-    for (int g = 0; g < kQK_K / 64; ++g, qs += 32) {
-      for (int l = 0; l < 32; ++l) {
-        const int lo = L[64 * g + l], hi = L[64 * g + l + 32];
-        qh[l] |= uint8_t(((lo >> 4) << (2 * g)) | ((hi >> 4) << (2 * g + 1)));
-        qs[l] = uint8_t((lo & 0xF) | ((hi & 0xF) << 4));
-      }
-    }
+    quantize_k_affine(layout, x, dst, 31, kSearchQ5K, L);
+    layout.quant.store_all(dst, L);
   }
 }
 
 // Q6_K: 16 sub-blocks of 16, int8 scales relative to d = max_scale / -128, 6-bit quants.
 void quantize_q6_k(const float* x, uint8_t* dst, size_t nblocks) {
+  const BlockLayout& layout = *block_layout(GgmlType::Q6_K);
   int8_t L[kQK_K];
   float scales[kSubBlocks16];
   for (size_t b = 0; b < nblocks; ++b, x += kQK_K, dst += q6_k::kBytes) {
@@ -384,28 +344,18 @@ void quantize_q6_k(const float* x, uint8_t* dst, size_t nblocks) {
     }
     const float iscale = -128.0f / max_scale;
     store_f16(dst + q6_k::kD, 1 / iscale);
-    int8_t* sc = reinterpret_cast<int8_t*>(dst + q6_k::kScales);
     for (int ib = 0; ib < kSubBlocks16; ++ib)
-      sc[ib] = int8_t(std::min(127, nearest_int(iscale * scales[ib])));
+      layout.scale.store(dst, ib, std::min(127, nearest_int(iscale * scales[ib])));
     const float d_stored = load_f16(dst + q6_k::kD);
     for (int ib = 0; ib < kSubBlocks16; ++ib) {
-      const float d = d_stored * float(sc[ib]);
+      const float d = d_stored * float(layout.scale.read(dst, ib));
       if (d == 0.0f) continue;
       for (int i = 0; i < 16; ++i) {
         const int l = std::clamp(nearest_int(x[16 * ib + i] / d), -32, 31);
         L[16 * ib + i] = int8_t(l + q6_k::kOffset);
       }
     }
-    uint8_t* ql = dst + q6_k::kQl;
-    uint8_t* qh = dst + q6_k::kQh;
-    for (int h = 0; h < kQK_K; h += 128, ql += 64, qh += 32) {
-      for (int l = 0; l < 32; ++l) {
-        const int q1 = L[h + l], q2 = L[h + l + 32], q3 = L[h + l + 64], q4 = L[h + l + 96];
-        ql[l] = uint8_t((q1 & 0xF) | ((q3 & 0xF) << 4));
-        ql[l + 32] = uint8_t((q2 & 0xF) | ((q4 & 0xF) << 4));
-        qh[l] = uint8_t((q1 >> 4) | ((q2 >> 4) << 2) | ((q3 >> 4) << 4) | ((q4 >> 4) << 6));
-      }
-    }
+    layout.quant.store_all(dst, L);
   }
 }
 

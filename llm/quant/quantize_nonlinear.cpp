@@ -9,6 +9,7 @@
 #include "llm/quant/blocks.h"
 #include "llm/quant/iq4_tables.h"
 #include "llm/quant/kernels_impl.h"
+#include "llm/quant/layout.h"
 
 namespace ugrad::llm::detail {
 namespace {
@@ -75,13 +76,6 @@ float fit_subblock(const float* x, uint8_t* L) {
   return d;
 }
 
-// Packs 32 indices per sub-block as Q4_0-ordered nibbles.
-void pack_nibbles(const uint8_t* L, uint8_t* qs, int nsub) {
-  for (int i = 0; i < nsub; ++i)
-    for (int j = 0; j < kSub / 2; ++j)
-      qs[16 * i + j] = uint8_t(L[kSub * i + j] | (L[kSub * i + 16 + j] << 4));
-}
-
 }  // namespace
 
 // IQ4_NL: the sub-block's best scale as fp16 d; indices re-picked with the fp32 scale.
@@ -92,7 +86,7 @@ void quantize_iq4_nl(const float* x, uint8_t* dst, size_t nblocks) {
     store_f16(dst + iq4_nl::kD, d);
     const float id = d != 0.0f ? 1 / d : 0.0f;
     for (int j = 0; j < kSub; ++j) L[j] = uint8_t(best_index(id * x[j]));
-    pack_nibbles(L, dst + iq4_nl::kQs, 1);
+    block_layout(GgmlType::IQ4_NL)->quant.store_all(dst, L);
   }
 }
 
@@ -101,6 +95,7 @@ void quantize_iq4_nl(const float* x, uint8_t* dst, size_t nblocks) {
 // indices re-picked against D * l.
 void quantize_iq4_xs(const float* x, uint8_t* dst, size_t nblocks) {
   constexpr int kNsub = kQK_K / kSub;
+  const BlockLayout& layout = *block_layout(GgmlType::IQ4_XS);
   uint8_t L[kQK_K];
   float scales[kNsub];
   for (size_t b = 0; b < nblocks; ++b, x += kQK_K, dst += iq4_xs::kBytes) {
@@ -115,20 +110,14 @@ void quantize_iq4_xs(const float* x, uint8_t* dst, size_t nblocks) {
     const float d = -max_scale / 32;  // -0.0 for an all-zero block, as in ggml
     store_f16(dst + iq4_xs::kD, d);
     const float id = d != 0.0f ? 1 / d : 0.0f;
-    uint16_t scales_h = 0;
-    uint8_t* scales_l = dst + iq4_xs::kScalesL;
-    std::memset(scales_l, 0, kNsub / 2);
     for (int ib = 0; ib < kNsub; ++ib) {
       const int l = std::clamp(nearest_int(id * scales[ib]), -32, 31);
       const float dl = d * float(l);
       const float idl = dl != 0.0f ? 1 / dl : 0.0f;
       for (int j = 0; j < kSub; ++j) L[kSub * ib + j] = uint8_t(best_index(idl * x[kSub * ib + j]));
-      const int ls = l + iq4_xs::kScaleOffset;
-      scales_l[ib / 2] |= uint8_t((ls & 0xF) << (4 * (ib % 2)));
-      scales_h |= uint16_t((ls >> 4) << (2 * ib));
+      layout.scale.store(dst, ib, l + iq4_xs::kScaleOffset);
     }
-    store_u16(dst + iq4_xs::kScalesH, scales_h);
-    pack_nibbles(L, dst + iq4_xs::kQs, kNsub);
+    layout.quant.store_all(dst, L);
   }
 }
 
@@ -157,8 +146,9 @@ void quantize_mxfp4(const float* x, uint8_t* dst, size_t nblocks) {
       }
       return best;
     };
-    for (int j = 0; j < kQK / 2; ++j)
-      dst[mxfp4::kQs + j] = uint8_t(nearest(x[j]) | (nearest(x[j + kQK / 2]) << 4));
+    uint8_t q[kQK];
+    for (int j = 0; j < kQK; ++j) q[j] = uint8_t(nearest(x[j]));
+    block_layout(GgmlType::MXFP4)->quant.store_all(dst, q);
   }
 }
 

@@ -6,11 +6,10 @@
 
 #include "llm/quant/blocks.h"
 #include "llm/quant/kernels_impl.h"
+#include "llm/quant/layout.h"
 
 namespace ugrad::llm::detail {
 namespace {
-
-constexpr int kHalf = kQK / 2;
 
 // The element of largest |x| with its sign (the first one on ties), as ggml's amax/max scan.
 float signed_absmax(const float* x, int n) {
@@ -49,71 +48,57 @@ void quantize_bf16(const float* src, uint8_t* dst, size_t n) {
 
 // Q4_0: d = max / -8 (the signed extreme maps to q = 0); q = min(15, trunc(x/d + 8.5)).
 void quantize_q4_0(const float* x, uint8_t* dst, size_t nblocks) {
+  const Field& quant = block_layout(GgmlType::Q4_0)->quant;
+  uint8_t q[kQK];
   for (size_t b = 0; b < nblocks; ++b, x += kQK, dst += q4_0::kBytes) {
     const float d = signed_absmax(x, kQK) / -8.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     store_f16(dst + q4_0::kD, d);
-    for (int j = 0; j < kHalf; ++j) {
-      const int q0 = std::min(15, int(int8_t(x[j] * id + 8.5f)));
-      const int q1 = std::min(15, int(int8_t(x[j + kHalf] * id + 8.5f)));
-      dst[q4_0::kQs + j] = uint8_t(q0 | (q1 << 4));
-    }
+    for (int j = 0; j < kQK; ++j) q[j] = uint8_t(std::min(15, int(int8_t(x[j] * id + 8.5f))));
+    quant.store_all(dst, q);
   }
 }
 
-// Q4_1: d = (max - min) / 15, m = min; q = min(15, trunc((x - min)/d + 0.5)).
-void quantize_q4_1(const float* x, uint8_t* dst, size_t nblocks) {
-  for (size_t b = 0; b < nblocks; ++b, x += kQK, dst += q4_1::kBytes) {
+namespace {
+// Q4_1 and Q5_1: d = (max - min) / nmax, m = min; q = trunc((x - min)/d + 0.5) (clamped to 15
+// for Q4_1, as ggml).
+void quantize_affine(GgmlType t, int nmax, const float* x, uint8_t* dst, size_t nblocks) {
+  const BlockLayout& l = *block_layout(t);
+  const size_t bytes = format_of(t).block_bytes;
+  uint8_t q[kQK];
+  for (size_t b = 0; b < nblocks; ++b, x += kQK, dst += bytes) {
     float lo, hi;
     min_max(x, kQK, &lo, &hi);
-    const float d = (hi - lo) / 15.0f;
+    const float d = (hi - lo) / float(nmax);
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    store_f16(dst + q4_1::kD, d);
-    store_f16(dst + q4_1::kM, lo);
-    for (int j = 0; j < kHalf; ++j) {
-      const int q0 = std::min(15, int(int8_t((x[j] - lo) * id + 0.5f)));
-      const int q1 = std::min(15, int(int8_t((x[j + kHalf] - lo) * id + 0.5f)));
-      dst[q4_1::kQs + j] = uint8_t(q0 | (q1 << 4));
+    store_f16(dst + l.d, d);
+    store_f16(dst + l.m, lo);
+    for (int j = 0; j < kQK; ++j) {
+      const int v = uint8_t(int8_t((x[j] - lo) * id + 0.5f));
+      q[j] = uint8_t(nmax == 15 ? std::min(15, v) : v);
     }
+    l.quant.store_all(dst, q);
   }
 }
+}  // namespace
 
-// Q5_0: d = max / -16; q = min(31, trunc(x/d + 16.5)); 5th bits into qh.
+void quantize_q4_1(const float* x, uint8_t* dst, size_t n) {
+  quantize_affine(GgmlType::Q4_1, 15, x, dst, n);
+}
+void quantize_q5_1(const float* x, uint8_t* dst, size_t n) {
+  quantize_affine(GgmlType::Q5_1, 31, x, dst, n);
+}
+
+// Q5_0: d = max / -16; q = min(31, trunc(x/d + 16.5)).
 void quantize_q5_0(const float* x, uint8_t* dst, size_t nblocks) {
+  const Field& quant = block_layout(GgmlType::Q5_0)->quant;
+  uint8_t q[kQK];
   for (size_t b = 0; b < nblocks; ++b, x += kQK, dst += q5_0::kBytes) {
     const float d = signed_absmax(x, kQK) / -16.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     store_f16(dst + q5_0::kD, d);
-    uint32_t qh = 0;
-    for (int j = 0; j < kHalf; ++j) {
-      const int q0 = std::min(31, int(int8_t(x[j] * id + 16.5f)));
-      const int q1 = std::min(31, int(int8_t(x[j + kHalf] * id + 16.5f)));
-      dst[q5_0::kQs + j] = uint8_t((q0 & 0xF) | ((q1 & 0xF) << 4));
-      qh |= uint32_t((q0 >> 4) & 1) << j;
-      qh |= uint32_t((q1 >> 4) & 1) << (j + kHalf);
-    }
-    store_u32(dst + q5_0::kQh, qh);
-  }
-}
-
-// Q5_1: d = (max - min) / 31, m = min; q = trunc((x - min)/d + 0.5).
-void quantize_q5_1(const float* x, uint8_t* dst, size_t nblocks) {
-  for (size_t b = 0; b < nblocks; ++b, x += kQK, dst += q5_1::kBytes) {
-    float lo, hi;
-    min_max(x, kQK, &lo, &hi);
-    const float d = (hi - lo) / 31.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    store_f16(dst + q5_1::kD, d);
-    store_f16(dst + q5_1::kM, lo);
-    uint32_t qh = 0;
-    for (int j = 0; j < kHalf; ++j) {
-      const int q0 = uint8_t((x[j] - lo) * id + 0.5f);
-      const int q1 = uint8_t((x[j + kHalf] - lo) * id + 0.5f);
-      dst[q5_1::kQs + j] = uint8_t((q0 & 0xF) | ((q1 & 0xF) << 4));
-      qh |= uint32_t((q0 >> 4) & 1) << j;
-      qh |= uint32_t((q1 >> 4) & 1) << (j + kHalf);
-    }
-    store_u32(dst + q5_1::kQh, qh);
+    for (int j = 0; j < kQK; ++j) q[j] = uint8_t(std::min(31, int(int8_t(x[j] * id + 16.5f))));
+    quant.store_all(dst, q);
   }
 }
 

@@ -1,0 +1,80 @@
+// One description per block format: where each integer of a block lies, as bit planes, and how
+// the integers make an element's value. The reference dequantizer and the quantizers' packing
+// are derived from it (layout.cpp); blocks.h holds the byte offsets it is written with.
+//
+// A field is one integer per index i in [0, count): the element quants, or the sub-block scales
+// and mins. i is split into digits over `axes` (radices, outermost first), and each plane puts
+//   (byte[offset + sum(byte_stride * digit)] >> (shift + sum(shift_step * digit))) & (2^bits - 1)
+// at bit `place` of the integer. A digit whose plane shifts by it is always of radix 2, so that a
+// tensor form can pick the shift per half of an axis; a plane's bits never cross a byte.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "llm/quant/formats.h"
+
+namespace ugrad::llm {
+
+inline constexpr int kLayoutAxes = 5;
+
+struct BitPlane {
+  int64_t offset;  // byte of index 0 within the block
+  int shift;       // bit of index 0 within its byte
+  int bits;        // width, 1..8
+  int place;       // where the bits land in the integer
+  std::array<int64_t, kLayoutAxes> byte_stride;
+  std::array<int, kLayoutAxes> shift_step;
+};
+
+struct Field {
+  std::array<int64_t, kLayoutAxes> axes{};  // radices, outermost first; trailing zeros unused
+  std::array<BitPlane, 2> planes{};
+  int n_planes = 0;  // 0: the field is absent
+  bool is_signed{};  // one 8-bit plane read as int8
+  int bias{};        // subtracted from the assembled integer
+  int64_t count() const;
+  /// The integer at index i of the block at `block`.
+  int read(const uint8_t* block, int64_t i) const;
+  /// Stores `raw` (the bits the planes hold: before the sign and the bias) at index i of the
+  /// block at `block`, leaving the block's other bits as they are.
+  void store(uint8_t* block, int64_t i, int raw) const;
+  /// store() of raw[0..count()).
+  template <class T>
+  void store_all(uint8_t* block, const T* raw) const {
+    for (int64_t i = 0; i < count(); ++i) store(block, i, static_cast<int>(raw[i]));
+  }
+};
+
+/// How a block's super-scale is stored.
+enum class ScaleKind { F16, F32, E8M0Half };
+/// What a quant integer stands for: itself, or an entry of a 16-level table.
+enum class Levels { Integer, IQ4NL, MXFP4 };
+
+/// A block format:
+///   value(e) = D * scale(s) * level(quant(e)) + M * min(s),   s = e / sub_block
+/// D is the super-scale at `d`; M the float at `m` times `min_sign` (absent when m < 0); scale and
+/// min are 1 and 0 when their fields are absent.
+struct BlockLayout {
+  GgmlType type;
+  Field quant;
+  int64_t sub_block;
+  Field scale, min;
+  int64_t d;
+  ScaleKind d_kind;
+  int64_t m;
+  float min_sign;
+  Levels levels;
+};
+
+/// The layout of a block format, or null (float types, formats this project does not decode).
+const BlockLayout* block_layout(GgmlType type);
+/// The float value of level q of `levels`.
+float level_value(Levels levels, int q);
+/// The super-scale D of the block at `block`.
+float super_scale(const BlockLayout& l, const uint8_t* block);
+/// The `count` values of the blocks at `src` (count a multiple of the block size).
+void decode_blocks(const BlockLayout& l, const uint8_t* src, float* dst, size_t nblocks);
+
+}  // namespace ugrad::llm
