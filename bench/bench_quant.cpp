@@ -1,6 +1,7 @@
 // Throughput of the scalar reference dequantizers (GB/s of output floats and of input bytes, and
 // the ratio to memcpy of the same output size) and of the quantizers (MB/s of input floats).
-// Single-threaded. Usage: bench_quant [million elements to dequantize, default 16]
+// Single-threaded; and of the int8 linears' load-time copy (reorder_linear_int8, thread pool).
+// Usage: bench_quant [million elements to dequantize, default 16]
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "llm/quant/dequantize.h"
+#include "llm/quant/linear_int8.h"
 #include "llm/quant/quantize.h"
 
 using namespace ugrad::llm;
@@ -91,6 +93,19 @@ int main(int argc, char** argv) {
     const double t_q = best_time(3, [&] { quantize(t, xq, q); });
     std::printf("%-7s %10.1f %12.1f\n", format_of(t).name.data(), t_q * 1e3,
                 double(nq) * sizeof(float) / 1e6 / t_q);
+  }
+
+  const size_t nr = n / 512 * 512;  // whole groups of two super-blocks
+  std::printf("\nreorder_linear_int8 of %zu elements (load-time copy), best of 3\n", nr);
+  std::printf("%-7s %10s %12s\n", "format", "ms", "in GB/s");
+  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS}) {
+    const std::vector<uint8_t> prefix = make_blocks(t, xq);
+    std::vector<std::byte> q(row_bytes(t, int64_t(nr)));
+    for (size_t off = 0; off < q.size(); off += prefix.size())
+      std::memcpy(&q[off], prefix.data(), std::min(prefix.size(), q.size() - off));
+    const double t_r = best_time(3, [&] { reorder_linear_int8(t, q); });
+    std::printf("%-7s %10.1f %12.2f\n", format_of(t).name.data(), t_r * 1e3,
+                double(q.size()) / 1e9 / t_r);
   }
   return 0;
 }

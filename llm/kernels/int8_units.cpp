@@ -165,7 +165,7 @@ Unit q2_k_unit(const BlockBytes& b, const UOp& j, const View&) {
 }
 
 // Q3_K: value = d * (sc - 32) * (q - 4), the 6-bit sc from nibble s / 8 of scales[s % 8] and
-// bits 2(s / 4).. of scales[8 + s % 4] (unpack_scale_q3_k).
+// bits 2(s / 4).. of scales[8 + s % 4] (layout.cpp).
 Unit q3_k_unit(const BlockBytes& b, const UOp& j, const View&) {
   std::vector<UOp> packed;
   for (int64_t k = 0; k < q3_k::kScaleBytes; k += 4) packed.push_back(b.word(q3_k::kScales + k));

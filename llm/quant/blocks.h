@@ -1,6 +1,6 @@
 // Block layouts of the ggml quant formats: element counts, field byte offsets within one block,
-// and little-endian field readers/writers. The offsets are data so that the scalar reference code
-// here and the later lazy tensor expressions (dequant fused into matmuls) read the same facts.
+// and little-endian field readers/writers. Where each integer lies within these fields is
+// layout.h's description, written with these offsets.
 #pragma once
 #include <bit>
 #include <cstddef>
@@ -55,7 +55,7 @@ inline constexpr size_t kScales = 0, kQs = 16, kD = 80, kDmin = 82, kBytes = 84;
 inline constexpr int kSubBlock = 16;
 }  // namespace q2_k
 // Q3_K: u8 hmask[32] (bit e/32 of hmask[e%32] is the 3rd bit of element e), u8 qs[64] (the low 2
-// bits), u8 scales[12] (16 6-bit scales, see unpack_scale_q3_k), fp16 d (last). 16 sub-blocks of
+// bits), u8 scales[12] (16 6-bit scales, see layout.cpp), fp16 d (last). 16 sub-blocks of
 // 16; y = d * (sc_j - 32) * (q - 4) with q = low | high << 2.
 namespace q3_k {
 inline constexpr size_t kHmask = 0, kQs = 32, kScales = 96, kD = 108, kBytes = 110;
@@ -166,17 +166,6 @@ inline void unpack_scale_min_k4(int j, const uint8_t* s, uint8_t* sc, uint8_t* m
     *sc = uint8_t((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4));
     *m = uint8_t((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
   }
-}
-
-/// Q2_K/Q3_K: the 2-bit field of element e (0..255) of a super-block from its 64 qs bytes.
-inline int quant_2bit(const uint8_t* qs, int e) {
-  return (qs[32 * (e / 128) + e % 32] >> (2 * (e / 32 % 4))) & 3;
-}
-
-/// Q3_K 6-bit scale of sub-block j (0..15) from the 12 packed bytes: the low nibble is nibble j/8
-/// of s[j%8], the high 2 bits are bits 2(j/4).. of s[8 + j%4].
-inline int unpack_scale_q3_k(int j, const uint8_t* s) {
-  return ((s[j % 8] >> (4 * (j / 8))) & 0xF) | (((s[8 + j % 4] >> (2 * (j / 4))) & 3) << 4);
 }
 
 }  // namespace ugrad::llm

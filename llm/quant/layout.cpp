@@ -1,5 +1,6 @@
 #include "llm/quant/layout.h"
 
+#include <algorithm>
 #include <bit>
 #include <vector>
 
@@ -125,14 +126,54 @@ int64_t Field::count() const {
   return n;
 }
 
-int Field::read(const uint8_t* block, int64_t i) const {
+uint8_t Field::raw(const uint8_t* block, int64_t i) const {
   int v = 0;
   for (int k = 0; k < n_planes; ++k) {
     const auto [byte, shift] = locate(*this, planes[k], i);
     v |= ((block[byte] >> shift) & ((1 << planes[k].bits) - 1)) << planes[k].place;
   }
-  if (is_signed) v = static_cast<int8_t>(v);
-  return v - bias;
+  return static_cast<uint8_t>(v);
+}
+
+void Field::raw_all(const uint8_t* block, uint8_t* out) const {
+  if (!n_planes) return;
+  const int64_t n = count();
+  std::fill(out, out + n, uint8_t{0});
+  for (int k = 0; k < n_planes; ++k) {
+    const BitPlane& p = planes[k];
+    // The run of trailing axes [first, last] that step the byte and the shift evenly is walked
+    // as one loop; the axes before it as an odometer.
+    int last = kLayoutAxes - 1;
+    while (!axes[last]) --last;
+    const int64_t byte_step = p.byte_stride[last], shift_step = p.shift_step[last];
+    int64_t inner = axes[last];
+    int first = last;
+    while (first > 0 && p.byte_stride[first - 1] == byte_step * inner &&
+           p.shift_step[first - 1] == shift_step * inner)
+      inner *= axes[--first];
+    const int mask = (1 << p.bits) - 1;
+    std::array<int64_t, kLayoutAxes> digit{};
+    int64_t byte = p.offset;
+    int shift = p.shift;
+    for (int64_t o = 0; o < n; o += inner) {
+      const uint8_t* at = block + byte;
+      if (byte_step == 1 && shift_step == 0)  // contiguous bytes, one shift: vectorized
+        for (int64_t l = 0; l < inner; ++l)
+          out[o + l] |= static_cast<uint8_t>(((at[l] >> shift) & mask) << p.place);
+      else
+        for (int64_t l = 0; l < inner; ++l)
+          out[o + l] |= static_cast<uint8_t>(
+              ((at[l * byte_step] >> (shift + l * shift_step)) & mask) << p.place);
+      for (int a = first - 1; a >= 0; --a) {  // the next run
+        byte += p.byte_stride[a];
+        shift += p.shift_step[a];
+        if (++digit[a] < axes[a]) break;
+        byte -= p.byte_stride[a] * axes[a];
+        shift -= p.shift_step[a] * static_cast<int>(axes[a]);
+        digit[a] = 0;
+      }
+    }
+  }
 }
 
 void Field::store(uint8_t* block, int64_t i, int raw) const {
@@ -177,18 +218,22 @@ float super_scale(const BlockLayout& l, const uint8_t* block) {
 void decode_blocks(const BlockLayout& l, const uint8_t* src, float* dst, size_t nblocks) {
   const QuantFormat& f = format_of(l.type);
   const int64_t subs = f.block_size / l.sub_block;
-  std::vector<float> scale(subs), offset(subs);
+  std::array<float, 256> level;  // by raw quant bits
+  for (int r = 0; r < 256; ++r) level[r] = level_value(l.levels, l.quant.value(uint8_t(r)));
+  std::vector<uint8_t> q(f.block_size), sc(subs), mn(subs);
   for (size_t b = 0; b < nblocks; ++b, src += f.block_bytes) {
     const float d = super_scale(l, src);
     const float m = l.m >= 0 ? load_f16(src + l.m) * l.min_sign : 0.0f;
-    for (int64_t s = 0; s < subs; ++s) {
-      scale[s] = l.scale.n_planes ? d * static_cast<float>(l.scale.read(src, s)) : d;
-      offset[s] = l.min.n_planes ? m * static_cast<float>(l.min.read(src, s)) : m;
-    }
-    for (int64_t e = 0; e < f.block_size; ++e, ++dst) {
-      const int64_t s = e / l.sub_block;
-      *dst = scale[s] * level_value(l.levels, l.quant.read(src, e));
-      if (l.m >= 0) *dst += offset[s];
+    l.quant.raw_all(src, q.data());
+    l.scale.raw_all(src, sc.data());
+    l.min.raw_all(src, mn.data());
+    for (int64_t s = 0; s < subs; ++s, dst += l.sub_block) {
+      const float scale = l.scale.n_planes ? d * static_cast<float>(l.scale.value(sc[s])) : d;
+      const uint8_t* qs = q.data() + s * l.sub_block;
+      for (int64_t e = 0; e < l.sub_block; ++e) dst[e] = scale * level[qs[e]];
+      if (l.m < 0) continue;
+      const float offset = l.min.n_planes ? m * static_cast<float>(l.min.value(mn[s])) : m;
+      for (int64_t e = 0; e < l.sub_block; ++e) dst[e] += offset;
     }
   }
 }

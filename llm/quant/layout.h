@@ -35,8 +35,15 @@ struct Field {
   bool is_signed{};  // one 8-bit plane read as int8
   int bias{};        // subtracted from the assembled integer
   int64_t count() const;
+  /// The bits the planes hold at index i of the block at `block` (before the sign and the bias).
+  uint8_t raw(const uint8_t* block, int64_t i) const;
+  /// raw() of every index, into out[0..count()): per plane, a loop over its evenly stepped
+  /// trailing axes, which the compiler vectorizes.
+  void raw_all(const uint8_t* block, uint8_t* out) const;
+  /// The integer that raw bits r stand for.
+  int value(uint8_t r) const { return (is_signed ? static_cast<int8_t>(r) : r) - bias; }
   /// The integer at index i of the block at `block`.
-  int read(const uint8_t* block, int64_t i) const;
+  int read(const uint8_t* block, int64_t i) const { return value(raw(block, i)); }
   /// Stores `raw` (the bits the planes hold: before the sign and the bias) at index i of the
   /// block at `block`, leaving the block's other bits as they are.
   void store(uint8_t* block, int64_t i, int raw) const;
@@ -70,7 +77,7 @@ struct BlockLayout {
 
 /// The layout of a block format, or null (float types, formats this project does not decode).
 const BlockLayout* block_layout(GgmlType type);
-/// The float value of level q of `levels`.
+/// The float value of level q of `levels` (a table's index taken mod 16).
 float level_value(Levels levels, int q);
 /// The super-scale D of the block at `block`.
 float super_scale(const BlockLayout& l, const uint8_t* block);

@@ -54,7 +54,7 @@ void pack_q4_k(const uint8_t* block, PairWords* words, PairScales* scales, PairS
 // kernel's.
 void pack_q6_k(const uint8_t* block, PairWords* words, PairScales* scales, PairScales*) {
   // Element 128h + 32(2qhi + qlo) + l: nibble qhi of ql[64h + 32qlo + l], bits 2(2qhi + qlo)..
-  // of qh[32h + l] (see dequantize_q6_k).
+  // of qh[32h + l] (layout.cpp).
   uint8_t low[kQK_K], high[kQK_K];
   for (int64_t h = 0; h < 2; ++h)
     for (int64_t l = 0; l < 32; ++l) {
