@@ -135,44 +135,69 @@ uint8_t Field::raw(const uint8_t* block, int64_t i) const {
   return static_cast<uint8_t>(v);
 }
 
+namespace {
+
+// Calls run(first index, length, byte, shift, byte step, shift step) for each run of plane p of
+// f: its trailing axes that step the byte and the shift evenly are walked as one run, the axes
+// before them as an odometer.
+template <class Run>
+void each_run(const Field& f, const BitPlane& p, Run&& run) {
+  int last = kLayoutAxes - 1;
+  while (!f.axes[last]) --last;
+  const int64_t byte_step = p.byte_stride[last], shift_step = p.shift_step[last];
+  int64_t inner = f.axes[last];
+  int first = last;
+  while (first > 0 && p.byte_stride[first - 1] == byte_step * inner &&
+         p.shift_step[first - 1] == shift_step * inner)
+    inner *= f.axes[--first];
+  std::array<int64_t, kLayoutAxes> digit{};
+  int64_t byte = p.offset;
+  int shift = p.shift;
+  for (int64_t o = 0, n = f.count(); o < n; o += inner) {
+    run(o, inner, byte, shift, byte_step, static_cast<int>(shift_step));
+    for (int a = first - 1; a >= 0; --a) {
+      byte += p.byte_stride[a];
+      shift += p.shift_step[a];
+      if (++digit[a] < f.axes[a]) break;
+      byte -= p.byte_stride[a] * f.axes[a];
+      shift -= p.shift_step[a] * static_cast<int>(f.axes[a]);
+      digit[a] = 0;
+    }
+  }
+}
+
+}  // namespace
+
 void Field::raw_all(const uint8_t* block, uint8_t* out) const {
   if (!n_planes) return;
-  const int64_t n = count();
-  std::fill(out, out + n, uint8_t{0});
+  std::fill(out, out + count(), uint8_t{0});
   for (int k = 0; k < n_planes; ++k) {
     const BitPlane& p = planes[k];
-    // The run of trailing axes [first, last] that step the byte and the shift evenly is walked
-    // as one loop; the axes before it as an odometer.
-    int last = kLayoutAxes - 1;
-    while (!axes[last]) --last;
-    const int64_t byte_step = p.byte_stride[last], shift_step = p.shift_step[last];
-    int64_t inner = axes[last];
-    int first = last;
-    while (first > 0 && p.byte_stride[first - 1] == byte_step * inner &&
-           p.shift_step[first - 1] == shift_step * inner)
-      inner *= axes[--first];
     const int mask = (1 << p.bits) - 1;
-    std::array<int64_t, kLayoutAxes> digit{};
-    int64_t byte = p.offset;
-    int shift = p.shift;
-    for (int64_t o = 0; o < n; o += inner) {
+    each_run(*this, p, [&](int64_t o, int64_t len, int64_t byte, int shift, int64_t bs, int ss) {
       const uint8_t* at = block + byte;
-      if (byte_step == 1 && shift_step == 0)  // contiguous bytes, one shift: vectorized
-        for (int64_t l = 0; l < inner; ++l)
-          out[o + l] |= static_cast<uint8_t>(((at[l] >> shift) & mask) << p.place);
+      uint8_t* dst = out + o;
+      if (bs == 1 && ss == 0)  // contiguous bytes, one shift: vectorized
+        for (int64_t l = 0; l < len; ++l)
+          dst[l] |= static_cast<uint8_t>(((at[l] >> shift) & mask) << p.place);
       else
-        for (int64_t l = 0; l < inner; ++l)
-          out[o + l] |= static_cast<uint8_t>(
-              ((at[l * byte_step] >> (shift + l * shift_step)) & mask) << p.place);
-      for (int a = first - 1; a >= 0; --a) {  // the next run
-        byte += p.byte_stride[a];
-        shift += p.shift_step[a];
-        if (++digit[a] < axes[a]) break;
-        byte -= p.byte_stride[a] * axes[a];
-        shift -= p.shift_step[a] * static_cast<int>(axes[a]);
-        digit[a] = 0;
+        for (int64_t l = 0; l < len; ++l)
+          dst[l] |= static_cast<uint8_t>(((at[l * bs] >> (shift + l * ss)) & mask) << p.place);
+    });
+  }
+}
+
+void Field::store_all(uint8_t* block, const uint8_t* raw) const {
+  for (int k = 0; k < n_planes; ++k) {
+    const BitPlane& p = planes[k];
+    const int mask = (1 << p.bits) - 1;
+    each_run(*this, p, [&](int64_t o, int64_t len, int64_t byte, int shift, int64_t bs, int ss) {
+      for (int64_t l = 0; l < len; ++l) {
+        uint8_t& b = block[byte + l * bs];
+        const int at = shift + static_cast<int>(l) * ss;
+        b = static_cast<uint8_t>((b & ~(mask << at)) | (((raw[o + l] >> p.place) & mask) << at));
       }
-    }
+    });
   }
 }
 

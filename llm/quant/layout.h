@@ -47,11 +47,8 @@ struct Field {
   /// Stores `raw` (the bits the planes hold: before the sign and the bias) at index i of the
   /// block at `block`, leaving the block's other bits as they are.
   void store(uint8_t* block, int64_t i, int raw) const;
-  /// store() of raw[0..count()).
-  template <class T>
-  void store_all(uint8_t* block, const T* raw) const {
-    for (int64_t i = 0; i < count(); ++i) store(block, i, static_cast<int>(raw[i]));
-  }
+  /// store() of raw[0..count()), a run at a time as raw_all.
+  void store_all(uint8_t* block, const uint8_t* raw) const;
 };
 
 /// How a block's super-scale is stored.

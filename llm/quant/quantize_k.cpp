@@ -305,7 +305,7 @@ void quantize_q3_k(const float* x, uint8_t* dst, size_t nblocks) {
         L[kSub * j + i] = int8_t(l + q3_k::kOffset);
       }
     }
-    layout.quant.store_all(dst, L);
+    layout.quant.store_all(dst, reinterpret_cast<const uint8_t*>(L));  // L: 0..7
   }
 }
 
@@ -355,7 +355,7 @@ void quantize_q6_k(const float* x, uint8_t* dst, size_t nblocks) {
         L[16 * ib + i] = int8_t(l + q6_k::kOffset);
       }
     }
-    layout.quant.store_all(dst, L);
+    layout.quant.store_all(dst, reinterpret_cast<const uint8_t*>(L));  // L: 0..63
   }
 }
 
