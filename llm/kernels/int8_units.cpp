@@ -7,6 +7,7 @@
 #include "llm/quant/block_exprs.h"
 #include "llm/quant/blocks.h"
 #include "llm/quant/iq4_tables.h"
+#include "llm/quant/layout.h"
 
 namespace ugrad::llm {
 namespace {
@@ -17,12 +18,48 @@ UOp as_u32(const UOp& i) { return i.cast(dtypes::uint32); }
 UOp to_f32(const UOp& v) { return v.cast(dtypes::float32); }
 UOp as_levels(const UOp& w) { return bitcast(w, dtypes::int32); }
 
-// Byte k (an index expression in [0, 4 * words.size())) of little-endian words, as uint32.
-UOp select_byte(const std::vector<UOp>& words, const UOp& k) {
+// The bits [bit, bit + n) (an index expression; never across a word) of little-endian words.
+UOp select_bits(const std::vector<UOp>& words, const UOp& bit, int n) {
   UOp w = words.back();
   for (int64_t i = static_cast<int64_t>(words.size()) - 2; i >= 0; --i)
-    w = k.lt(4 * (i + 1)).where(words[i], w);
-  return (w >> (as_u32(k % 4) * 8)) & 255;
+    w = bit.lt(32 * (i + 1)).where(words[i], w);
+  return (w >> as_u32(bit % 32)) & ((1 << n) - 1);
+}
+
+// Field f (layout.h) at index i of the block, from `words`: the block's bytes from `from` on, as
+// little-endian uint32 words. As float32, its sign and bias applied. A plane's bit address,
+// 8 * byte + shift, is affine in i's digits; where it is c * i plus a constant, the digits are
+// not formed.
+UOp field_at(const Field& f, const UOp& i, const std::vector<UOp>& words, size_t from) {
+  std::array<UOp, kLayoutAxes> digit;
+  std::array<int64_t, kLayoutAxes> weight{};
+  for (int64_t k = kLayoutAxes - 1, w = 1; k >= 0; --k) {
+    if (!f.axes[k]) continue;
+    digit[k] = w == 1 ? i % f.axes[k] : i.idiv(w) % f.axes[k];
+    weight[k] = w;
+    w *= f.axes[k];
+  }
+  UOp v;
+  for (int n = 0; n < f.n_planes; ++n) {
+    const BitPlane& p = f.planes[n];
+    auto coefficient = [&](int k) { return 8 * p.byte_stride[k] + p.shift_step[k]; };
+    int last = kLayoutAxes - 1;
+    while (!f.axes[last]) --last;
+    bool linear = true;
+    for (int k = 0; k <= last; ++k)
+      linear = linear && coefficient(k) == coefficient(last) * weight[k];
+    UOp bit = idx(8 * (p.offset - static_cast<int64_t>(from)) + p.shift);
+    if (linear)
+      bit = bit + i * coefficient(last);
+    else
+      for (int k = 0; k <= last; ++k)
+        if (coefficient(k)) bit = bit + digit[k] * coefficient(k);
+    const UOp bits = select_bits(words, bit, p.bits);
+    const UOp placed = p.place ? bits << p.place : bits;
+    v = v ? v | placed : placed;
+  }
+  if (f.is_signed) v = v.cast(dtypes::uint8).cast(dtypes::int8);
+  return f.bias ? to_f32(v) - f32(f.bias) : to_f32(v);
 }
 
 // The 16 bytes at `off`, as 4 words.
@@ -68,7 +105,7 @@ Unit q8_0_unit(const BlockBytes& b, const UOp&, const View&) {
 
 // Q4_K and Q5_K: unit j = bytes 16h..16h+15 (h = j % 2) of the 32 quant bytes of sub-blocks
 // 2g and 2g+1 (g = j / 2): the low nibbles are elements 16h.. of sub-block 2g, the high ones of
-// 2g+1. A sub-block's 6-bit scale and min come from the 12 packed bytes (unpack_scale_min_k4).
+// 2g+1. A sub-block's 6-bit scale and min are its layout's fields (llm/quant/layout.h).
 // Q5_K adds the fifth bit of element l of sub-block s: bit s of qh[l].
 Unit k4_unit(const BlockBytes& b, const UOp& j, size_t qs, int64_t qh) {
   const UOp g = j.idiv(2), h = j % 2;
@@ -77,6 +114,7 @@ Unit k4_unit(const BlockBytes& b, const UOp& j, size_t qs, int64_t qh) {
   if (qh >= 0) high = words16(b, idx(qh) + h * 16, true);
   const std::vector<UOp> packed{b.word(q4_k::kScales), b.word(q4_k::kScales + 4),
                                 b.word(q4_k::kScales + 8)};
+  const BlockLayout& l = *block_layout(GgmlType::Q4_K);  // Q5_K's scales lie alike
   const UOp d = b.f16(q4_k::kD), dmin = b.f16(q4_k::kDmin);
   Unit u(2);
   for (int half = 0; half < 2; ++half) {
@@ -86,15 +124,9 @@ Unit k4_unit(const BlockBytes& b, const UOp& j, size_t qs, int64_t qh) {
       if (qh >= 0) lv = lv | (((high[k] >> as_u32(s)) & 0x01010101) << 4);
       u[half].levels[k] = as_levels(lv);
     }
-    // Sub-blocks 0-3: the low 6 bits of bytes s and s+4; 4-7: the nibbles of byte s+4 with the
-    // top 2 bits of bytes s-4 and s.
-    const UOp lo = s.lt(4), hi_byte = select_byte(packed, s + 4);
-    const UOp sc = lo.where(select_byte(packed, s) & 63,
-                            (hi_byte & 15) | ((select_byte(packed, s % 4) >> 6) << 4));
-    const UOp m = lo.where(hi_byte & 63, (hi_byte >> 4) | ((select_byte(packed, s) >> 6) << 4));
     u[half].element = s * 32 + h * 16;
-    u[half].scale = d * to_f32(sc);
-    u[half].min = dmin * to_f32(m);
+    u[half].scale = d * field_at(l.scale, s, packed, q4_k::kScales);
+    u[half].min = dmin * field_at(l.min, s, packed, q4_k::kScales);
   }
   return u;
 }
@@ -123,9 +155,8 @@ Unit q6_k_unit(const BlockBytes& b, const UOp& j, const View&) {
       u[half].levels[k] =
           as_levels(((ql[k] >> (4 * half)) & kLow4) | (((qh[k] >> hshift) & 0x03030303) << 4));
     const UOp s = n * 8 + a * 2 + h + 4 * half;
-    const UOp sc = select_byte(scales, s).cast(dtypes::uint8).cast(dtypes::int8);
     u[half].element = n * 128 + a * 32 + h * 16 + 64 * half;
-    u[half].scale = d * to_f32(sc);
+    u[half].scale = d * field_at(block_layout(GgmlType::Q6_K)->scale, s, scales, q6_k::kScales);
     u[half].min = u[half].scale * f32(q6_k::kOffset);
   }
   return u;
@@ -158,22 +189,22 @@ Unit q2_k_unit(const BlockBytes& b, const UOp& j, const View&) {
   std::vector<UOp> scales;
   for (int64_t k = 0; k < 16; k += 4) scales.push_back(b.word(q2_k::kScales + k));
   const UOp d = b.f16(q2_k::kD), dmin = b.f16(q2_k::kDmin);
+  const BlockLayout& l = *block_layout(GgmlType::Q2_K);
   return two_bit_unit(b, j, q2_k::kQs, -1, [&](const UOp& s) {
-    const UOp byte = select_byte(scales, s);
-    return std::pair{d * to_f32(byte & 15), dmin * to_f32(byte >> 4)};
+    return std::pair{d * field_at(l.scale, s, scales, q2_k::kScales),
+                     dmin * field_at(l.min, s, scales, q2_k::kScales)};
   });
 }
 
-// Q3_K: value = d * (sc - 32) * (q - 4), the 6-bit sc from nibble s / 8 of scales[s % 8] and
-// bits 2(s / 4).. of scales[8 + s % 4] (layout.cpp).
+// Q3_K: value = d * (sc - 32) * (q - 4), the 6-bit sc its layout's field (nibble s / 8 of
+// scales[s % 8] below bits 2(s / 4).. of scales[8 + s % 4]).
 Unit q3_k_unit(const BlockBytes& b, const UOp& j, const View&) {
   std::vector<UOp> packed;
   for (int64_t k = 0; k < q3_k::kScaleBytes; k += 4) packed.push_back(b.word(q3_k::kScales + k));
   const UOp d = b.f16(q3_k::kD);
+  const Field& scales = block_layout(GgmlType::Q3_K)->scale;
   return two_bit_unit(b, j, q3_k::kQs, static_cast<int64_t>(q3_k::kHmask), [&](const UOp& s) {
-    const UOp low = (select_byte(packed, s % 8) >> (as_u32(s.idiv(8)) * 4)) & 15;
-    const UOp high = (select_byte(packed, s % 4 + 8) >> (as_u32(s.idiv(4)) * 2)) & 3;
-    const UOp scale = d * (to_f32(low | (high << 4)) - f32(q3_k::kScaleOffset));
+    const UOp scale = d * field_at(scales, s, packed, q3_k::kScales);
     return std::pair{scale, scale * f32(q3_k::kOffset)};
   });
 }
@@ -182,10 +213,9 @@ Unit q3_k_unit(const BlockBytes& b, const UOp& j, const View&) {
 // table (kIQ4NLValues), 4 at a time by quant byte; value = d * (ls - 32) * level with the 6-bit
 // ls from scales_l (4 bits) and scales_h (2 bits).
 Unit iq4_xs_unit(const BlockBytes& b, const UOp& j, const View& table) {
-  const UOp head = b.word(iq4_xs::kD), lows = b.word(iq4_xs::kScalesL), d = b.f16(iq4_xs::kD);
-  const UOp low = (select_byte({lows}, j.idiv(2)) >> (as_u32(j % 2) * 4)) & 15;
-  const UOp ls = low | ((((head >> 16) >> (as_u32(j) * 2)) & 3) << 4);
-  const UOp scale = d * (to_f32(ls) - f32(iq4_xs::kScaleOffset));
+  const std::vector<UOp> head{b.word(iq4_xs::kD), b.word(iq4_xs::kScalesL)};
+  const UOp scale =
+      b.f16(iq4_xs::kD) * field_at(block_layout(GgmlType::IQ4_XS)->scale, j, head, iq4_xs::kD);
   std::array<UOp, 4> q = words16(b, idx(static_cast<int64_t>(iq4_xs::kQs)) + j * 16, true);
   Unit u(2);
   for (int k = 0; k < 4; ++k) {

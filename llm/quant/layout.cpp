@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <vector>
 
 #include "llm/quant/blocks.h"
@@ -120,12 +121,6 @@ std::pair<int64_t, int> locate(const Field& f, const BitPlane& p, int64_t i) {
 
 }  // namespace
 
-int64_t Field::count() const {
-  int64_t n = 1;
-  for (int64_t a : axes) n *= a ? a : 1;
-  return n;
-}
-
 uint8_t Field::raw(const uint8_t* block, int64_t i) const {
   int v = 0;
   for (int k = 0; k < n_planes; ++k) {
@@ -166,38 +161,61 @@ void each_run(const Field& f, const BitPlane& p, Run&& run) {
   }
 }
 
+// A plane's bits never cross a byte, so its runs of contiguous bytes are read and written 8 bytes
+// at a time: shifts move bits across byte boundaries only where the byte-replicated mask then
+// clears them.
+constexpr uint64_t kBytes8 = 0x0101010101010101ull;
+inline uint64_t load8(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+inline void store8(uint8_t* p, uint64_t v) { std::memcpy(p, &v, 8); }
+
 }  // namespace
 
 void Field::raw_all(const uint8_t* block, uint8_t* out) const {
   if (!n_planes) return;
   std::fill(out, out + count(), uint8_t{0});
   for (int k = 0; k < n_planes; ++k) {
-    const BitPlane& p = planes[k];
-    const int mask = (1 << p.bits) - 1;
-    each_run(*this, p, [&](int64_t o, int64_t len, int64_t byte, int shift, int64_t bs, int ss) {
-      const uint8_t* at = block + byte;
-      uint8_t* dst = out + o;
-      if (bs == 1 && ss == 0)  // contiguous bytes, one shift: vectorized
-        for (int64_t l = 0; l < len; ++l)
-          dst[l] |= static_cast<uint8_t>(((at[l] >> shift) & mask) << p.place);
-      else
-        for (int64_t l = 0; l < len; ++l)
-          dst[l] |= static_cast<uint8_t>(((at[l * bs] >> (shift + l * ss)) & mask) << p.place);
-    });
+    const int mask = (1 << planes[k].bits) - 1, place = planes[k].place;
+    each_run(
+        *this, planes[k], [=](int64_t o, int64_t len, int64_t byte, int shift, int64_t bs, int ss) {
+          const uint8_t* at = block + byte;
+          uint8_t* dst = out + o;
+          if (bs == 1 && ss == 0 && len % 8 == 0) {
+            const uint64_t m = mask * kBytes8;
+            for (int64_t l = 0; l < len; l += 8)
+              store8(dst + l, load8(dst + l) | ((load8(at + l) >> shift) & m) << place);
+            return;
+          }
+          for (int64_t l = 0; l < len; ++l)
+            dst[l] =
+                static_cast<uint8_t>(dst[l] | ((at[l * bs] >> (shift + l * ss)) & mask) << place);
+        });
   }
 }
 
 void Field::store_all(uint8_t* block, const uint8_t* raw) const {
   for (int k = 0; k < n_planes; ++k) {
-    const BitPlane& p = planes[k];
-    const int mask = (1 << p.bits) - 1;
-    each_run(*this, p, [&](int64_t o, int64_t len, int64_t byte, int shift, int64_t bs, int ss) {
-      for (int64_t l = 0; l < len; ++l) {
-        uint8_t& b = block[byte + l * bs];
-        const int at = shift + static_cast<int>(l) * ss;
-        b = static_cast<uint8_t>((b & ~(mask << at)) | (((raw[o + l] >> p.place) & mask) << at));
-      }
-    });
+    const int mask = (1 << planes[k].bits) - 1, place = planes[k].place;
+    each_run(*this, planes[k],
+             [=](int64_t o, int64_t len, int64_t byte, int shift, int64_t bs, int ss) {
+               uint8_t* at = block + byte;
+               const uint8_t* src = raw + o;
+               if (bs == 1 && ss == 0 && len % 8 == 0) {
+                 const uint64_t m = mask * kBytes8;
+                 for (int64_t l = 0; l < len; l += 8)
+                   store8(at + l, (load8(at + l) & ~(m << shift)) | ((load8(src + l) >> place) & m)
+                                                                        << shift);
+                 return;
+               }
+               for (int64_t l = 0; l < len; ++l) {
+                 uint8_t& b = at[l * bs];
+                 const int s = shift + static_cast<int>(l) * ss;
+                 b = static_cast<uint8_t>((b & ~(mask << s)) | (((src[l] >> place) & mask) << s));
+               }
+             });
   }
 }
 

@@ -34,7 +34,11 @@ struct Field {
   int n_planes = 0;  // 0: the field is absent
   bool is_signed{};  // one 8-bit plane read as int8
   int bias{};        // subtracted from the assembled integer
-  int64_t count() const;
+  int64_t count() const {
+    int64_t n = 1;
+    for (int64_t a : axes) n *= a ? a : 1;
+    return n;
+  }
   /// The bits the planes hold at index i of the block at `block` (before the sign and the bias).
   uint8_t raw(const uint8_t* block, int64_t i) const;
   /// raw() of every index, into out[0..count()): per plane, a loop over its evenly stepped
