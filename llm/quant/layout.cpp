@@ -239,9 +239,9 @@ float level_value(Levels levels, int q) {
     case Levels::Integer:
       return static_cast<float>(q);
     case Levels::IQ4NL:
-      return static_cast<float>(kIQ4NLValues[q]);
+      return static_cast<float>(kIQ4NLValues[q & 15]);
     case Levels::MXFP4:
-      return static_cast<float>(kMXFP4Values[q]);
+      return static_cast<float>(kMXFP4Values[q & 15]);
   }
   return 0;
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "llm/quant/blocks.h"
+#include "llm/quant/iq4_tables.h"
 
 using namespace ugrad::llm;
 
@@ -121,5 +122,13 @@ TEST_SUITE("quant_formats") {
     CHECK(y[5 * 32 + 7] == 97.5f);
     CHECK(y[5 * 32 + 8] == -1.5f);
     CHECK(y[0] == 0.0f);
+  }
+
+  TEST_CASE("layout: a table's level index is taken mod 16") {
+    // The reference dequantizer tabulates all 256 raw bytes; a table format's upper ones must not
+    // index past its 16 levels (UBSan found the read past the end in CI).
+    CHECK(level_value(Levels::IQ4NL, 0x13) == float(kIQ4NLValues[3]));
+    CHECK(level_value(Levels::MXFP4, 0xFF) == float(kMXFP4Values[15]));
+    CHECK(level_value(Levels::Integer, 200) == 200.0f);
   }
 }
