@@ -3,6 +3,7 @@
 #include <map>
 #include <mutex>
 
+#include "base/error.h"
 #include "llm/quant/blocks.h"
 
 namespace ugrad::llm {
@@ -60,27 +61,68 @@ Tensor int8_floats(const Tensor& bytes) {
   return table.embedding(bytes.cast(dtypes::int32)).reshape(bytes.dims());
 }
 
-std::pair<Tensor, Tensor> scales_mins_k4(const Blocks& b, size_t off) {
-  // Bit math in int32: on bytes x86 spends two more instructions per scale (a copy and a
-  // re-extension before the conversion to float).
-  auto word = [&](size_t at) { return b.bytes(at, 4).cast(dtypes::int32); };
-  Tensor lo_sc = word(off), lo_m = word(off + 4), hi = word(off + 8);
-  Tensor sc = cat({lo_sc & 63, (hi & 15) + bits(lo_sc, 6, 3) * 16}, 1);
-  Tensor m = cat({lo_m & 63, idiv(hi, 16) + bits(lo_m, 6, 3) * 16}, 1);
-  return {sc, m};
+namespace {
+
+// Plane p's byte of every index of f as (n, axes...) uint8: the axes it steps through, in order of
+// decreasing byte stride, each stride a multiple of the next, are a view of its span; the others
+// are broadcast.
+Tensor plane_bytes(const Blocks& b, const Field& f, const BitPlane& p, size_t rank) {
+  const int64_t n = b.n();
+  std::vector<int64_t> stepped, view{n}, full{n};
+  for (size_t k = 0; k < rank; ++k) {
+    full.push_back(f.axes[k]);
+    view.push_back(p.byte_stride[k] ? f.axes[k] : 1);
+    if (p.byte_stride[k]) stepped.push_back(static_cast<int64_t>(k));
+  }
+  if (stepped.empty()) return b.bytes(p.offset, 1).reshape(view).expand(full);
+  // (n, r0 * s0) -> (n, r0, s0) -> (n, r0, s0 / s1, s1) shrunk to (n, r0, r1, s1) -> ...
+  const int64_t s0 = p.byte_stride[stepped[0]];
+  Tensor t = b.bytes(p.offset, f.axes[stepped[0]] * s0);
+  std::vector<int64_t> dims{n, f.axes[stepped[0]], s0};
+  t = t.reshape(dims);
+  for (size_t i = 1; i <= stepped.size(); ++i) {
+    const int64_t last = dims.back();
+    const int64_t s = i < stepped.size() ? p.byte_stride[stepped[i]] : 1;
+    const int64_t r = i < stepped.size() ? f.axes[stepped[i]] : 1;
+    if (s <= 0 || last % s != 0 || (last / s) < r)
+      fail("field_tensor: a plane at byte {} is not a view of its bytes", p.offset);
+    dims.back() = last / s;
+    dims.push_back(s);
+    t = t.reshape(dims);
+    std::vector<std::pair<int64_t, int64_t>> keep;
+    for (int64_t d : dims) keep.push_back({0, d});
+    keep[keep.size() - 2] = {0, r};
+    t = t.shrink(keep);
+    dims[dims.size() - 2] = r;
+  }
+  // (n, r0, r1, ..., 1, 1): drop the trailing 1s, then the broadcast axes' 1s go in.
+  return t.reshape(view).expand(full);
 }
 
-Tensor iq4_xs_scales(const Blocks& b) {
-  // ls_j = nibble j%2 of scales_l[j/2] | bits 2j.. of scales_h << 4, for j = 4j2 + 2j1 + j0:
-  // shifts chosen per bit of j (no cat, no division by a loaded divisor).
-  const int64_t n = b.n();
-  const std::vector<int64_t> sub{n, 2, 2, 2};  // (j2, j1, j0)
-  Tensor sl = b.bytes(iq4_xs::kScalesL, 4).reshape({n, 2, 2, 1}).expand(sub);
-  Tensor sh = b.u16(iq4_xs::kScalesH).reshape({n, 1, 1, 1}).expand(sub);
-  Tensor lo = shift_upper(sl, 3, 4) & 15;
-  Tensor hi = shift_upper(shift_upper(shift_upper(sh, 1, 8), 2, 4), 3, 2) & 3;
-  Tensor ls = lo.cast(dtypes::int32) + hi.cast(dtypes::int32) * 16;
-  return (ls - iq4_xs::kScaleOffset).cast(dtypes::float32).reshape({n, 8});
+}  // namespace
+
+Tensor field_tensor(const Blocks& b, const Field& f) {
+  size_t rank = 0;
+  while (rank < f.axes.size() && f.axes[rank]) ++rank;
+  Tensor v;
+  for (int k = 0; k < f.n_planes; ++k) {
+    const BitPlane& p = f.planes[k];
+    Tensor x = plane_bytes(b, f, p, rank);
+    if (p.shift) x = idiv(x, int64_t{1} << p.shift);
+    bool steps = false;
+    for (size_t a = 0; a < rank; ++a) {
+      if (!p.shift_step[a]) continue;
+      if (f.axes[a] != 2) fail("field_tensor: a shift steps along an axis of {}, not 2", f.axes[a]);
+      x = shift_upper(x, a + 1, p.shift_step[a]);
+      steps = true;
+    }
+    if (steps || p.shift + p.bits < 8) x = x & ((int64_t{1} << p.bits) - 1);  // else no bits above
+    if (p.place) x = x * (int64_t{1} << p.place);
+    v = v.defined() ? v + x : x;
+  }
+  v = v.reshape({b.n(), f.count()});
+  if (f.is_signed) v = v.bitcast(dtypes::int8);
+  return f.bias ? v.cast(dtypes::int32) - f.bias : v;
 }
 
 }  // namespace ugrad::llm

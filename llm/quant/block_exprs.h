@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "llm/quant/layout.h"
 #include "tensor/tensor.h"
 
 namespace ugrad::llm {
@@ -58,10 +59,10 @@ Tensor constant_table(const std::string& name, const std::string& device,
 std::pair<Tensor, Tensor> six_bit_floats(const std::pair<Tensor, Tensor>& ab);
 /// A uint8 tensor's bytes as signed values (-128..127) in float32, read from a table of the 256.
 Tensor int8_floats(const Tensor& bytes);
-/// Q4_K/Q5_K: the 8 six-bit scales and mins at `off` as (n, 8) int32.
-std::pair<Tensor, Tensor> scales_mins_k4(const Blocks& b, size_t off);
-/// IQ4_XS: the 8 sub-block scales ls - 32 of each block as (n, 8) float32 (the block's d not
-/// applied).
-Tensor iq4_xs_scales(const Blocks& b);
+/// Field f (layout.h) of every block as (n, count), its sign and bias applied (uint8, int8 if
+/// signed, int32 with a bias): each plane
+/// a view of its bytes broadcast over the axes it does not step, shifted per half of the axes
+/// that move its shift (shift_upper), masked and placed.
+Tensor field_tensor(const Blocks& b, const Field& f);
 
 }  // namespace ugrad::llm

@@ -117,21 +117,23 @@ Tensor k_nibbles(const Blocks& b, size_t qs_off, DType t) {
   return cat({qs & 15, idiv(qs, 16)}, 2).reshape({b.n(), kQK_K});
 }
 
-// Q4_K/Q5_K per element (n, 256): the scale d * sc and the offset -dmin * m of its sub-block. The
-// offset is added (x - y is x + -y exactly): subtracted, x86 negated it once per sub-block.
-std::pair<Tensor, Tensor> scale_offset_k4(const Blocks& b, size_t d_off, size_t dmin_off,
-                                          size_t scales_off) {
-  auto [sc, m] = six_bit_floats(scales_mins_k4(b, scales_off));
-  return {spread(b.f16(d_off) * sc, 32), spread(-b.f16(dmin_off) * m, 32)};
+// Q4_K/Q5_K per element (n, 256): the scale d * sc and the offset -dmin * m of its sub-block
+// (the layout's fields). The offset is added (x - y is x + -y exactly): subtracted, x86 negated
+// it once per sub-block.
+std::pair<Tensor, Tensor> scale_offset_k4(const Blocks& b, GgmlType type) {
+  const BlockLayout& l = *block_layout(type);
+  auto [sc, m] = six_bit_floats(
+      {field_tensor(b, l.scale).cast(dtypes::int32), field_tensor(b, l.min).cast(dtypes::int32)});
+  return {spread(b.f16(l.d) * sc, 32), spread(-b.f16(l.m) * m, 32)};
 }
 
 Tensor q4_k(const Blocks& b) {
-  auto [d, dm] = scale_offset_k4(b, q4_k::kD, q4_k::kDmin, q4_k::kScales);
+  auto [d, dm] = scale_offset_k4(b, GgmlType::Q4_K);
   return d * k_nibbles(b, q4_k::kQs, dtypes::int32).cast(dtypes::float32) + dm;
 }
 
 Tensor q5_k(const Blocks& b) {
-  auto [d, dm] = scale_offset_k4(b, q5_k::kD, q5_k::kDmin, q5_k::kScales);
+  auto [d, dm] = scale_offset_k4(b, GgmlType::Q5_K);
   // Sub-block j takes bit j of qh[l].
   Tensor high = bit_of_32(b, q5_k::kQh).reshape({b.n(), kQK_K}) * 16;
   return d * (k_nibbles(b, q5_k::kQs, dtypes::uint8) + high).cast(dtypes::float32) + dm;
@@ -140,27 +142,20 @@ Tensor q5_k(const Blocks& b) {
 // Q2_K: element e of sub-block e/16: d*(sc & 15) * q - dmin*(sc >> 4), the offset added as in
 // Q4_K.
 Tensor q2_k(const Blocks& b) {
-  Tensor sc = b.bytes(q2_k::kScales, 16);
-  Tensor d = b.f16(q2_k::kD) * (sc & 15).cast(dtypes::float32);
-  Tensor dm = -b.f16(q2_k::kDmin) * idiv(sc, 16).cast(dtypes::float32);
+  const BlockLayout& l = *block_layout(GgmlType::Q2_K);
+  Tensor d = b.f16(q2_k::kD) * field_tensor(b, l.scale).cast(dtypes::float32);
+  Tensor dm = -b.f16(q2_k::kDmin) * field_tensor(b, l.min).cast(dtypes::float32);
   Tensor q = two_bits(b, q2_k::kQs).cast(dtypes::float32);
   return (per_sixteen(d) * q + per_sixteen(dm)).reshape({b.n(), kQK_K});
 }
 
 // Q3_K: d*(ls - 32) * (q - 4), q = two_bits | hmask bit << 2.
 Tensor q3_k(const Blocks& b) {
-  // ls_j, j = 8h + 4k1 + 2k0 + j0 on axes (h, k1, k0, j0): nibble h of scales[j % 8], and bits
-  // 2(2h + k1).. of scales[8 + j % 4].
-  const int64_t n = b.n();
-  const std::vector<int64_t> sub{n, 2, 2, 2, 2};
-  Tensor lo = b.bytes(q3_k::kScales, 8).reshape({n, 1, 2, 2, 2}).expand(sub);
-  Tensor hi = b.bytes(q3_k::kScales + 8, 4).reshape({n, 1, 1, 2, 2}).expand(sub);
-  Tensor ls = (shift_upper(lo, 1, 4) & 15) + (shift_upper(shift_upper(hi, 1, 4), 2, 2) & 3) * 16;
-  Tensor d = b.f16(q3_k::kD) *
-             (ls.cast(dtypes::int32) - q3_k::kScaleOffset).cast(dtypes::float32).reshape({n, 16});
+  const Tensor ls = field_tensor(b, block_layout(GgmlType::Q3_K)->scale);
+  Tensor d = b.f16(q3_k::kD) * ls.cast(dtypes::float32);
   Tensor q = two_bits(b, q3_k::kQs) + bit_of_32(b, q3_k::kHmask) * 4;
   return (per_sixteen(d) * (q.cast(dtypes::int32) - q3_k::kOffset).cast(dtypes::float32))
-      .reshape({n, kQK_K});
+      .reshape({b.n(), kQK_K});
 }
 
 Tensor q6_k(const Blocks& b) {
@@ -171,13 +166,14 @@ Tensor q6_k(const Blocks& b) {
   Tensor ql = b.bytes(q6_k::kQl, 128).reshape({n, 2, 1, 2, 32}).expand(k_axes(n));
   Tensor low = shift_upper(ql, 2, 4) & 15;
   Tensor q = (low + two_bits(b, q6_k::kQh) * 16).cast(dtypes::int32) - q6_k::kOffset;
-  Tensor sc = b.bytes(q6_k::kScales, 16).bitcast(dtypes::int8).cast(dtypes::float32);
+  Tensor sc = field_tensor(b, block_layout(GgmlType::Q6_K)->scale).cast(dtypes::float32);
   return (per_sixteen(b.f16(q6_k::kD) * sc) * q.cast(dtypes::float32)).reshape({n, kQK_K});
 }
 
 Tensor iq4_xs(const Blocks& b) {
   const int64_t n = b.n();
-  const Tensor dl = b.f16(iq4_xs::kD).reshape({n, 1}) * iq4_xs_scales(b);
+  const Tensor dl = b.f16(iq4_xs::kD).reshape({n, 1}) *
+                    field_tensor(b, block_layout(GgmlType::IQ4_XS)->scale).cast(dtypes::float32);
   // Sub-block j, element 16hi + l: nibble hi of qs[16j + l] (one byte load, offset affine in l).
   const std::vector<int64_t> dims{n, 8, 2, 16};
   Tensor qs = b.bytes(iq4_xs::kQs, 128).reshape({n, 8, 1, 16}).expand(dims);
