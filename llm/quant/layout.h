@@ -41,8 +41,8 @@ struct Field {
   }
   /// The bits the planes hold at index i of the block at `block` (before the sign and the bias).
   uint8_t raw(const uint8_t* block, int64_t i) const;
-  /// raw() of every index, into out[0..count()): per plane, a loop over its evenly stepped
-  /// trailing axes, which the compiler vectorizes.
+  /// raw() of every index, into out[0..count()): per plane, its evenly stepped trailing axes as
+  /// one run, 8 bytes at a time where the run is contiguous.
   void raw_all(const uint8_t* block, uint8_t* out) const;
   /// The integer that raw bits r stand for.
   int value(uint8_t r) const { return (is_signed ? static_cast<int8_t>(r) : r) - bias; }
