@@ -8,10 +8,6 @@
 
 namespace ugrad::llm {
 
-Tensor bits(const Tensor& x, int shift, int64_t mask) {
-  return idiv(x, int64_t{1} << shift) & mask;
-}
-
 Tensor spread(const Tensor& s, int64_t per) {
   auto d = s.dims();
   return s.reshape({d[0], d[1], 1}).expand({d[0], d[1], per}).reshape({d[0], d[1] * per});

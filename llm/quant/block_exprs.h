@@ -41,8 +41,6 @@ class Blocks {
   int64_t n_;
 };
 
-/// (x >> shift) & mask for unsigned byte tensors, as division and remainder by powers of two.
-Tensor bits(const Tensor& x, int shift, int64_t mask);
 /// Per-element scale of a block broadcast over `per` consecutive elements: (n, k) -> (n, k*per).
 Tensor spread(const Tensor& s, int64_t per);
 /// True in the upper half of axis `axis` of `dims`, false in the lower: a padded constant, no
