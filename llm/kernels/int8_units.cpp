@@ -1,7 +1,6 @@
 #include "llm/kernels/int8_units.h"
 
-#include <functional>
-#include <tuple>
+#include <algorithm>
 
 #include "base/error.h"
 #include "llm/quant/block_exprs.h"
@@ -43,8 +42,7 @@ UOp field_at(const Field& f, const UOp& i, const std::vector<UOp>& words, size_t
   for (int n = 0; n < f.n_planes; ++n) {
     const BitPlane& p = f.planes[n];
     auto coefficient = [&](int k) { return 8 * p.byte_stride[k] + p.shift_step[k]; };
-    int last = kLayoutAxes - 1;
-    while (!f.axes[last]) --last;
+    const int last = f.rank() - 1;
     bool linear = true;
     for (int k = 0; k <= last; ++k)
       linear = linear && coefficient(k) == coefficient(last) * weight[k];
@@ -69,179 +67,113 @@ std::array<UOp, 4> words16(const BlockBytes& b, const UOp& off, bool off_aligned
   return w;
 }
 
-constexpr int64_t kLow4 = 0x0F0F0F0F;
+// A mask of the low `bits` of each byte of a word.
+int64_t byte_mask(int bits) { return ((int64_t{1} << bits) - 1) * 0x01010101; }
 
-// 16 quant bytes holding elements i (low nibbles) and i + 16 (high nibbles), as Q4_0's.
-Unit nibble_halves(const std::array<UOp, 4>& q, const UOp& first, const UOp& scale,
-                   const UOp& min) {
-  Unit u(2);
-  for (int k = 0; k < 4; ++k) {
-    u[0].levels[k] = as_levels(q[k] & kLow4);
-    u[1].levels[k] = as_levels((q[k] >> 4) & kLow4);
-  }
-  u[0] = {u[0].levels, first, scale, min};
-  u[1] = {u[1].levels, first + 16, scale, min};
-  return u;
-}
-
-// Q4_0: one unit per block; value = d * (q - 8).
-Unit q4_0_unit(const BlockBytes& b, const UOp&, const View&) {
-  UOp d = b.f16(q4_0::kD);
-  return nibble_halves(words16(b, idx(q4_0::kQs), false), idx(0), d, d * f32(q4_0::kOffset));
-}
-
-// Q8_0: one unit per block, elements 0..15 and 16..31; value = d * q (int8).
-Unit q8_0_unit(const BlockBytes& b, const UOp&, const View&) {
-  UOp d = b.f16(q8_0::kD);
-  Unit u(2);
-  for (int h = 0; h < 2; ++h) {
-    std::array<UOp, 4> q = words16(b, idx(q8_0::kQs + 16 * h), false);
-    for (int k = 0; k < 4; ++k) u[h].levels[k] = as_levels(q[k]);
-    u[h].element = idx(16 * h);
-    u[h].scale = d;
-  }
-  return u;
-}
-
-// Q4_K and Q5_K: unit j = bytes 16h..16h+15 (h = j % 2) of the 32 quant bytes of sub-blocks
-// 2g and 2g+1 (g = j / 2): the low nibbles are elements 16h.. of sub-block 2g, the high ones of
-// 2g+1. A sub-block's 6-bit scale and min are its layout's fields (llm/quant/layout.h).
-// Q5_K adds the fifth bit of element l of sub-block s: bit s of qh[l].
-Unit k4_unit(const BlockBytes& b, const UOp& j, size_t qs, int64_t qh) {
-  const UOp g = j.idiv(2), h = j % 2;
-  std::array<UOp, 4> q = words16(b, idx(static_cast<int64_t>(qs)) + g * 32 + h * 16, true);
-  std::array<UOp, 4> high;
-  if (qh >= 0) high = words16(b, idx(qh) + h * 16, true);
-  const std::vector<UOp> packed{b.word(q4_k::kScales), b.word(q4_k::kScales + 4),
-                                b.word(q4_k::kScales + 8)};
-  const BlockLayout& l = *block_layout(GgmlType::Q4_K);  // Q5_K's scales lie alike
-  const UOp d = b.f16(q4_k::kD), dmin = b.f16(q4_k::kDmin);
-  Unit u(2);
-  for (int half = 0; half < 2; ++half) {
-    const UOp s = g * 2 + half;  // the sub-block
-    for (int k = 0; k < 4; ++k) {
-      UOp lv = (q[k] >> (4 * half)) & kLow4;
-      if (qh >= 0) lv = lv | (((high[k] >> as_u32(s)) & 0x01010101) << 4);
-      u[half].levels[k] = as_levels(lv);
+// The little-endian words of the block's bytes the fields' planes lie in, from a multiple of 4
+// (`from`) on.
+std::vector<UOp> field_words(const BlockBytes& b, std::initializer_list<const Field*> fields,
+                             size_t& from) {
+  int64_t lo = -1, hi = 0;
+  for (const Field* f : fields)
+    for (int n = 0; n < f->n_planes; ++n) {
+      const BitPlane& p = f->planes[n];
+      int64_t last = p.offset;
+      for (int k = 0; k < f->rank(); ++k) last += p.byte_stride[k] * (f->axes[k] - 1);
+      lo = lo < 0 ? p.offset : std::min(lo, p.offset);
+      hi = std::max(hi, last + 1);
     }
-    u[half].element = s * 32 + h * 16;
-    u[half].scale = d * field_at(l.scale, s, packed, q4_k::kScales);
-    u[half].min = dmin * field_at(l.min, s, packed, q4_k::kScales);
-  }
-  return u;
-}
-Unit q4_k_unit(const BlockBytes& b, const UOp& j, const View&) {
-  return k4_unit(b, j, q4_k::kQs, -1);
-}
-Unit q5_k_unit(const BlockBytes& b, const UOp& j, const View&) {
-  return k4_unit(b, j, q5_k::kQs, static_cast<int64_t>(q5_k::kQh));
+  from = static_cast<size_t>(lo & ~int64_t{3});
+  std::vector<UOp> words;
+  for (int64_t off = lo & ~int64_t{3}; off < hi; off += 4) words.push_back(b.word(off));
+  return words;
 }
 
-// Q6_K: unit j = (n, a, h) = (j / 4, j / 2 % 2, j % 2) reads ql[64n + 32a + 16h ..] and
-// qh[32n + 16h ..]: the low nibbles with qh bits 2a, 2a+1 are elements 128n + 32a + 16h + i
-// (sub-block 8n + 2a + h), the high nibbles with bits 4+2a, 5+2a the same plus 64 (sub-block
-// + 4). value = d * scale[s] * (q - 32), scale int8.
-Unit q6_k_unit(const BlockBytes& b, const UOp& j, const View&) {
-  const UOp n = j.idiv(4), a = j.idiv(2) % 2, h = j % 2;
-  std::array<UOp, 4> ql = words16(b, n * 64 + a * 32 + h * 16, false);
-  std::array<UOp, 4> qh = words16(b, idx(static_cast<int64_t>(q6_k::kQh)) + n * 32 + h * 16, false);
-  const UOp d = b.f16(q6_k::kD);
-  std::vector<UOp> scales;
-  for (int64_t k = 0; k < 16; k += 4) scales.push_back(b.word(q6_k::kScales + k));
-  Unit u(2);
-  for (int half = 0; half < 2; ++half) {
-    const UOp hshift = as_u32(a * 2 + 4 * half);
-    for (int k = 0; k < 4; ++k)
-      u[half].levels[k] =
-          as_levels(((ql[k] >> (4 * half)) & kLow4) | (((qh[k] >> hshift) & 0x03030303) << 4));
-    const UOp s = n * 8 + a * 2 + h + 4 * half;
-    u[half].element = n * 128 + a * 32 + h * 16 + 64 * half;
-    u[half].scale = d * field_at(block_layout(GgmlType::Q6_K)->scale, s, scales, q6_k::kScales);
-    u[half].min = u[half].scale * f32(q6_k::kOffset);
-  }
-  return u;
-}
-
-// Q2_K and Q3_K: unit j = (h, m) = (j / 2, j % 2) reads qs[32h + 16m ..]: bits 2s.. of byte i
-// are element 128h + 32s + 16m + i (sub-block 8h + 2s + m), four pieces s = 0..3. Q3_K's third
-// bit of element e is bit e / 32 of hmask[e % 32]: bit 4h + s of hmask[16m + i].
-Unit two_bit_unit(const BlockBytes& b, const UOp& j, size_t qs, int64_t hmask,
-                  const std::function<std::pair<UOp, UOp>(const UOp& sub_block)>& scale_min) {
-  const UOp h = j.idiv(2), m = j % 2;
-  std::array<UOp, 4> q = words16(b, idx(static_cast<int64_t>(qs)) + h * 32 + m * 16, true);
-  std::array<UOp, 4> high;
-  if (hmask >= 0) high = words16(b, idx(hmask) + m * 16, true);
-  Unit u(4);
-  for (int s = 0; s < 4; ++s) {
-    for (int k = 0; k < 4; ++k) {
-      UOp lv = (q[k] >> (2 * s)) & 0x03030303;
-      if (hmask >= 0) lv = lv | (((high[k] >> as_u32(h * 4 + s)) & 0x01010101) << 2);
-      u[s].levels[k] = as_levels(lv);
-    }
-    u[s].element = h * 128 + m * 16 + 32 * s;
-    std::tie(u[s].scale, u[s].min) = scale_min(h * 8 + m + 2 * s);
-  }
-  return u;
-}
-
-// Q2_K: value = d * (scales[s] & 15) * q - dmin * (scales[s] >> 4).
-Unit q2_k_unit(const BlockBytes& b, const UOp& j, const View&) {
-  std::vector<UOp> scales;
-  for (int64_t k = 0; k < 16; k += 4) scales.push_back(b.word(q2_k::kScales + k));
-  const UOp d = b.f16(q2_k::kD), dmin = b.f16(q2_k::kDmin);
-  const BlockLayout& l = *block_layout(GgmlType::Q2_K);
-  return two_bit_unit(b, j, q2_k::kQs, -1, [&](const UOp& s) {
-    return std::pair{d * field_at(l.scale, s, scales, q2_k::kScales),
-                     dmin * field_at(l.min, s, scales, q2_k::kScales)};
-  });
-}
-
-// Q3_K: value = d * (sc - 32) * (q - 4), the 6-bit sc its layout's field (nibble s / 8 of
-// scales[s % 8] below bits 2(s / 4).. of scales[8 + s % 4]).
-Unit q3_k_unit(const BlockBytes& b, const UOp& j, const View&) {
-  std::vector<UOp> packed;
-  for (int64_t k = 0; k < q3_k::kScaleBytes; k += 4) packed.push_back(b.word(q3_k::kScales + k));
-  const UOp d = b.f16(q3_k::kD);
-  const Field& scales = block_layout(GgmlType::Q3_K)->scale;
-  return two_bit_unit(b, j, q3_k::kQs, static_cast<int64_t>(q3_k::kHmask), [&](const UOp& s) {
-    const UOp scale = d * field_at(scales, s, packed, q3_k::kScales);
-    return std::pair{scale, scale * f32(q3_k::kOffset)};
-  });
-}
-
-// IQ4_XS: unit j = sub-block j, its 16 quant bytes as Q4_0's; each nibble's level from the
-// table (kIQ4NLValues), 4 at a time by quant byte; value = d * (ls - 32) * level with the 6-bit
-// ls from scales_l (4 bits) and scales_h (2 bits).
-Unit iq4_xs_unit(const BlockBytes& b, const UOp& j, const View& table) {
-  const std::vector<UOp> head{b.word(iq4_xs::kD), b.word(iq4_xs::kScalesL)};
-  const UOp scale =
-      b.f16(iq4_xs::kD) * field_at(block_layout(GgmlType::IQ4_XS)->scale, j, head, iq4_xs::kD);
-  std::array<UOp, 4> q = words16(b, idx(static_cast<int64_t>(iq4_xs::kQs)) + j * 16, true);
-  Unit u(2);
+// The int32 level words of 16 quant bytes, both nibbles of each looked up in the table at once
+// (entry q: the levels of its low and high nibble in bytes 0 and 1): the low nibbles' and the
+// high nibbles' words.
+std::array<std::array<UOp, 4>, 2> table_levels(const std::array<UOp, 4>& bytes, const View& table) {
+  std::array<std::array<UOp, 4>, 2> levels;
   for (int k = 0; k < 4; ++k) {
     UOp lo = u32(0), hi = u32(0);
     for (int i = 0; i < 4; ++i) {
-      const UOp e = table(((q[k] >> (8 * i)) & 255).cast(dtypes::index));
+      const UOp e = table(((bytes[k] >> (8 * i)) & 255).cast(dtypes::index));
       lo = lo | ((e & 255) << (8 * i));
       hi = hi | (((e >> 8) & 255) << (8 * i));
     }
-    u[0].levels[k] = as_levels(lo);
-    u[1].levels[k] = as_levels(hi);
+    levels[0][k] = as_levels(lo);
+    levels[1][k] = as_levels(hi);
   }
-  u[0].element = j * 32;
-  u[1].element = j * 32 + 16;
-  u[0].scale = u[1].scale = scale;
-  return u;
+  return levels;
 }
 
-const UnitFormat kFormats[] = {
-    {GgmlType::Q4_0, 1, false, false, q4_0_unit}, {GgmlType::Q8_0, 1, true, false, q8_0_unit},
-    {GgmlType::Q2_K, 4, false, false, q2_k_unit}, {GgmlType::Q3_K, 4, false, false, q3_k_unit},
-    {GgmlType::Q4_K, 8, false, false, q4_k_unit}, {GgmlType::Q5_K, 8, false, false, q5_k_unit},
-    {GgmlType::Q6_K, 8, false, false, q6_k_unit}, {GgmlType::IQ4_XS, 8, true, true, iq4_xs_unit},
-};
-
 }  // namespace
+
+// Unit j is 16 bytes of the quant field's first plane per group (one group; Q8_0's two):
+// consecutive bytes step the field's innermost axis, the group's place fixes the other axes that
+// step the byte, and each value of the axes that step the shift (reading the same bytes) is a
+// piece. The second plane's bytes and shift (the high bits) follow from the same digits.
+Unit UnitFormat::unit(const BlockBytes& b, const UOp& j, const View& table) const {
+  const BlockLayout& l = *layout;
+  const Field& q = l.quant;
+  const BitPlane &low = q.planes[0], &hp = q.planes[1];
+  const int r = q.rank();
+  std::array<int64_t, kLayoutAxes> weight{};
+  std::vector<int> shift_axes;
+  for (int64_t k = r - 1, w = 1; k >= 0; w *= q.axes[k], --k) {
+    weight[k] = w;
+    if (low.shift_step[k]) shift_axes.push_back(static_cast<int>(k));
+  }
+  const int64_t groups = q.count() * low.bits / 8 / (16 * units_per_block);
+  size_t from = 0;
+  const std::vector<UOp> words = field_words(b, {&l.scale, &l.min}, from);
+  const UOp d = b.f16(static_cast<int64_t>(l.d)), dmin = l.m >= 0 ? b.f16(l.m) : UOp();
+  Unit u;
+  for (int64_t g = 0; g < groups; ++g) {
+    const UOp at = groups > 1 ? j * (16 * groups) + 16 * g : j * 16;  // the group's first byte
+    std::array<UOp, kLayoutAxes> digit;
+    for (int k = 0; k < r; ++k)
+      if (low.byte_stride[k]) digit[k] = at.idiv(low.byte_stride[k]) % q.axes[k];
+    const std::array<UOp, 4> bytes = words16(b, at + low.offset, low.offset % 4 == 0);
+    std::array<UOp, 4> high;
+    for (size_t c = 0; c < (size_t{1} << shift_axes.size()); ++c) {
+      for (size_t a = 0; a < shift_axes.size(); ++a) digit[shift_axes[a]] = idx((c >> a) & 1);
+      std::vector<UOp> first, hbyte{idx(hp.offset)}, hshift;
+      if (hp.shift) hshift.push_back(idx(hp.shift));
+      int shift = low.shift;
+      for (int k = 0; k < r; ++k) {
+        if (!digit[k] || digit[k].is_const(0)) continue;
+        first.push_back(digit[k] * weight[k]);
+        if (digit[k].is_const())
+          shift += static_cast<int>(digit[k].const_int()) * low.shift_step[k];
+        if (hp.byte_stride[k]) hbyte.push_back(digit[k] * hp.byte_stride[k]);
+        if (hp.shift_step[k]) hshift.push_back(digit[k] * hp.shift_step[k]);
+      }
+      if (q.n_planes == 2 && !high[0]) high = words16(b, sum(hbyte), hp.offset % 4 == 0);
+      UnitPiece p;
+      for (int k = 0; k < 4; ++k) {
+        UOp lv = shift ? bytes[k] >> shift : bytes[k];
+        if (low.bits < 8) lv = lv & byte_mask(low.bits);
+        if (q.n_planes == 2)
+          lv = lv |
+               (((high[k] >> as_u32(hshift.empty() ? idx(0) : sum(hshift))) & byte_mask(hp.bits))
+                << hp.place);
+        p.levels[k] = as_levels(lv);
+      }
+      p.element = first.empty() ? idx(0) : sum(first);
+      const UOp s = p.element.idiv(l.sub_block);
+      p.scale = l.scale.n_planes ? d * field_at(l.scale, s, words, from) : d;
+      if (q.bias) p.min = p.scale * f32(q.bias);
+      if (l.min.n_planes) p.min = dmin * field_at(l.min, s, words, from);
+      u.push_back(p);
+    }
+    if (uses_table) {
+      const auto levels = table_levels(bytes, table);
+      for (int piece = 0; piece < 2; ++piece) u[u.size() - 2 + piece].levels = levels[piece];
+    }
+  }
+  return u;
+}
 
 UOp BlockBytes::load(const UOp& i, const UOp& gate) const { return ugrad::load(words.at(i), gate); }
 
@@ -267,7 +199,24 @@ UOp BlockBytes::f16(int64_t off) const {
 }
 
 const UnitFormat* unit_format(GgmlType type) {
-  for (const UnitFormat& f : kFormats)
+  // Units per block: 16 bytes of the quant plane each (Q8_0: its 32).
+  static const std::vector<UnitFormat> formats = [] {
+    std::vector<UnitFormat> v;
+    for (auto [t, units] : {std::pair{GgmlType::Q4_0, 1},
+                            {GgmlType::Q8_0, 1},
+                            {GgmlType::Q2_K, 4},
+                            {GgmlType::Q3_K, 4},
+                            {GgmlType::Q4_K, 8},
+                            {GgmlType::Q5_K, 8},
+                            {GgmlType::Q6_K, 8},
+                            {GgmlType::IQ4_XS, 8}}) {
+      const BlockLayout& l = *block_layout(t);
+      v.push_back({t, units, l.quant.is_signed || l.levels != Levels::Integer,
+                   l.levels != Levels::Integer, &l});
+    }
+    return v;
+  }();
+  for (const UnitFormat& f : formats)
     if (f.type == type) return &f;
   return nullptr;
 }

@@ -15,6 +15,7 @@
 
 #include "codegen/kernel_builder.h"
 #include "llm/quant/formats.h"
+#include "llm/quant/layout.h"
 #include "tensor/tensor.h"
 
 namespace ugrad::llm {
@@ -47,10 +48,12 @@ struct UnitFormat {
   GgmlType type;
   int units_per_block;  // units in a block (each block_size / units_per_block elements)
   bool signed_levels;   // int8 levels (else uint8)
-  bool uses_table;      // levels are looked up in a 256-entry table (int8_unit_table)
-  /// Unit `j` (an index expression in [0, units_per_block)) of the block `b`. `table` is the
-  /// table as an LDS array when uses_table.
-  Unit (*unit)(const BlockBytes& b, const UOp& j, const View& table);
+  bool uses_table;      // levels are looked up in a 256-entry table (unit_table)
+  const BlockLayout* layout;
+  /// Unit `j` (an index expression in [0, units_per_block)) of the block `b`, read as the
+  /// format's layout (llm/quant/layout.h) says. `table` is the table as an LDS array when
+  /// uses_table.
+  Unit unit(const BlockBytes& b, const UOp& j, const View& table) const;
 };
 
 /// The form of `type`, or null when it has none.

@@ -8,11 +8,6 @@
 
 namespace ugrad::llm {
 
-Tensor spread(const Tensor& s, int64_t per) {
-  auto d = s.dims();
-  return s.reshape({d[0], d[1], 1}).expand({d[0], d[1], per}).reshape({d[0], d[1] * per});
-}
-
 Tensor upper_half(const std::vector<int64_t>& dims, size_t axis, const std::string& device) {
   std::vector<int64_t> half(dims.size(), 1);
   std::vector<std::pair<int64_t, int64_t>> pads(dims.size(), {0, 0});
@@ -38,23 +33,13 @@ Tensor constant_table(const std::string& name, const std::string& device,
 // Read from a table: x86 converts an int to a float with two ALU uops and broadcasts it to a
 // vector with a third, while a broadcast load from a table uses no ALU port (the gather becomes
 // one load, see gather_load.h).
-std::pair<Tensor, Tensor> six_bit_floats(const std::pair<Tensor, Tensor>& ab) {
-  const Tensor table = constant_table("0..63", ab.first.device(), [](const std::string& device) {
-    std::vector<float> v(64);
-    for (int i = 0; i < 64; ++i) v[i] = static_cast<float>(i);
-    return Tensor::from_vector(v, {64, 1}, dtypes::float32, device);
+Tensor six_bit_floats(const Tensor& v) {
+  const Tensor table = constant_table("0..63", v.device(), [](const std::string& device) {
+    std::vector<float> t(64);
+    for (int i = 0; i < 64; ++i) t[i] = static_cast<float>(i);
+    return Tensor::from_vector(t, {64, 1}, dtypes::float32, device);
   });
-  auto of = [&](const Tensor& t) { return table.embedding(t).reshape(t.dims()); };
-  return {of(ab.first), of(ab.second)};
-}
-
-Tensor int8_floats(const Tensor& bytes) {
-  const Tensor table = constant_table("int8", bytes.device(), [](const std::string& device) {
-    std::vector<float> v(256);
-    for (int i = 0; i < 256; ++i) v[i] = static_cast<float>(static_cast<int8_t>(i));
-    return Tensor::from_vector(v, {256, 1}, dtypes::float32, device);
-  });
-  return table.embedding(bytes.cast(dtypes::int32)).reshape(bytes.dims());
+  return table.embedding(v.cast(dtypes::int32)).reshape(v.dims());
 }
 
 namespace {
@@ -98,8 +83,7 @@ Tensor plane_bytes(const Blocks& b, const Field& f, const BitPlane& p, size_t ra
 }  // namespace
 
 Tensor field_tensor(const Blocks& b, const Field& f) {
-  size_t rank = 0;
-  while (rank < f.axes.size() && f.axes[rank]) ++rank;
+  const auto rank = static_cast<size_t>(f.rank());
   Tensor v;
   for (int k = 0; k < f.n_planes; ++k) {
     const BitPlane& p = f.planes[k];
@@ -116,7 +100,6 @@ Tensor field_tensor(const Blocks& b, const Field& f) {
     if (p.place) x = x * (int64_t{1} << p.place);
     v = v.defined() ? v + x : x;
   }
-  v = v.reshape({b.n(), f.count()});
   if (f.is_signed) v = v.bitcast(dtypes::int8);
   return f.bias ? v.cast(dtypes::int32) - f.bias : v;
 }

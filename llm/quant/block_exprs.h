@@ -41,8 +41,6 @@ class Blocks {
   int64_t n_;
 };
 
-/// Per-element scale of a block broadcast over `per` consecutive elements: (n, k) -> (n, k*per).
-Tensor spread(const Tensor& s, int64_t per);
 /// True in the upper half of axis `axis` of `dims`, false in the lower: a padded constant, no
 /// buffer, so a per-element choice stays index math (a vector select) instead of a table load.
 Tensor upper_half(const std::vector<int64_t>& dims, size_t axis, const std::string& device);
@@ -53,14 +51,11 @@ Tensor shift_upper(const Tensor& x, size_t axis, int shift);
 /// captures would be computed again by every replay) and is made once, not per use.
 Tensor constant_table(const std::string& name, const std::string& device,
                       const std::function<Tensor(const std::string& device)>& make);
-/// Two int tensors of values in [0, 64) as float32, read from one table of 0..63.
-std::pair<Tensor, Tensor> six_bit_floats(const std::pair<Tensor, Tensor>& ab);
-/// A uint8 tensor's bytes as signed values (-128..127) in float32, read from a table of the 256.
-Tensor int8_floats(const Tensor& bytes);
-/// Field f (layout.h) of every block as (n, count), its sign and bias applied (uint8, int8 if
-/// signed, int32 with a bias): each plane
-/// a view of its bytes broadcast over the axes it does not step, shifted per half of the axes
-/// that move its shift (shift_upper), masked and placed.
+/// An int tensor of values in [0, 64) as float32, read from a table of 0..63.
+Tensor six_bit_floats(const Tensor& v);
+/// Field f (layout.h) of every block as (n, axes...), its sign and bias applied (uint8, int8 if
+/// signed, int32 with a bias): each plane a view of its bytes broadcast over the axes it does not
+/// step, shifted per half of the axes that move its shift (shift_upper), masked and placed.
 Tensor field_tensor(const Blocks& b, const Field& f);
 
 }  // namespace ugrad::llm

@@ -129,13 +129,6 @@ inline uint32_t load_u32(const uint8_t* p) {
 inline float load_f16(const uint8_t* p) { return half_to_float(load_u16(p)); }
 /// Little-endian f32 at p.
 inline float load_f32(const uint8_t* p) { return std::bit_cast<float>(load_u32(p)); }
-/// IQ4_XS: sub-block j's scale ls - 32 of the block at p (ls: nibble j % 2 of scales_l[j / 2]
-/// below bits 2j.. of scales_h).
-inline int iq4_xs_scale(const uint8_t* p, int64_t j) {
-  const int ls = ((p[iq4_xs::kScalesL + j / 2] >> (4 * (j % 2))) & 15) |
-                 ((load_u16(p + iq4_xs::kScalesH) >> (2 * j)) & 3) << 4;
-  return ls - iq4_xs::kScaleOffset;
-}
 /// Stores v little-endian at p.
 inline void store_u16(uint8_t* p, uint16_t v) {
   p[0] = uint8_t(v);
@@ -153,19 +146,6 @@ inline void store_f16(uint8_t* p, float v) { store_u16(p, float_to_half(v)); }
 inline float e8m0_to_float_half(uint8_t e) {
   if (e < 2) return std::bit_cast<float>(uint32_t(0x00200000u) << e);
   return std::bit_cast<float>(uint32_t(e - 1) << 23);
-}
-
-/// Q4_K/Q5_K 6-bit (scale, min) of sub-block j from the 12 packed bytes: bytes 0-3 hold sc0..3
-/// (low 6 bits) and sc4..7's top 2 bits, bytes 4-7 the same for mins, bytes 8-11 the low nibbles
-/// of sc4..7 (low) and m4..7 (high).
-inline void unpack_scale_min_k4(int j, const uint8_t* s, uint8_t* sc, uint8_t* m) {
-  if (j < 4) {
-    *sc = s[j] & 63;
-    *m = s[j + 4] & 63;
-  } else {
-    *sc = uint8_t((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4));
-    *m = uint8_t((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
-  }
 }
 
 }  // namespace ugrad::llm

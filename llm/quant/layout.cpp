@@ -137,8 +137,7 @@ namespace {
 // before them as an odometer.
 template <class Run>
 void each_run(const Field& f, const BitPlane& p, Run&& run) {
-  int last = kLayoutAxes - 1;
-  while (!f.axes[last]) --last;
+  const int last = f.rank() - 1;
   const int64_t byte_step = p.byte_stride[last], shift_step = p.shift_step[last];
   int64_t inner = f.axes[last];
   int first = last;
@@ -256,6 +255,17 @@ float super_scale(const BlockLayout& l, const uint8_t* block) {
       return e8m0_to_float_half(block[l.d]);
   }
   return 0;
+}
+
+void take_apart(const BlockLayout& l, const uint8_t* block, BlockParts& out) {
+  out.d = load_u16(block + l.d);
+  if (l.m >= 0) out.m = load_u16(block + l.m);
+  l.quant.raw_all(block, out.quant.data());
+  uint8_t raw[16];
+  l.scale.raw_all(block, raw);
+  for (int64_t j = 0; j < l.scale.count(); ++j) out.scale[j] = l.scale.value(raw[j]);
+  l.min.raw_all(block, raw);
+  for (int64_t j = 0; j < l.min.count(); ++j) out.min[j] = l.min.value(raw[j]);
 }
 
 void decode_blocks(const BlockLayout& l, const uint8_t* src, float* dst, size_t nblocks) {

@@ -34,6 +34,12 @@ struct Field {
   int n_planes = 0;  // 0: the field is absent
   bool is_signed{};  // one 8-bit plane read as int8
   int bias{};        // subtracted from the assembled integer
+  /// The number of axes (the nonzero radices).
+  int rank() const {
+    int r = 0;
+    while (r < kLayoutAxes && axes[r]) ++r;
+    return r;
+  }
   int64_t count() const {
     int64_t n = 1;
     for (int64_t a : axes) n *= a ? a : 1;
@@ -82,6 +88,15 @@ const BlockLayout* block_layout(GgmlType type);
 float level_value(Levels levels, int q);
 /// The super-scale D of the block at `block`.
 float super_scale(const BlockLayout& l, const uint8_t* block);
+/// A block taken apart: D and M as stored (fp16 bits; 0 where the format has no such field), the
+/// integer of each sub-block's scale and min, and the raw bits of each quant (before its bias).
+struct BlockParts {
+  uint16_t d = 0, m = 0;
+  std::array<int, 16> scale{}, min{};
+  std::array<uint8_t, 256> quant{};
+};
+/// The block at `block` of a format with an fp16 D taken apart.
+void take_apart(const BlockLayout& l, const uint8_t* block, BlockParts& out);
 /// The `count` values of the blocks at `src` (count a multiple of the block size).
 void decode_blocks(const BlockLayout& l, const uint8_t* src, float* dst, size_t nblocks);
 

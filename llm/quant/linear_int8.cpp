@@ -8,6 +8,7 @@
 #include "llm/quant/block_exprs.h"
 #include "llm/quant/blocks.h"
 #include "llm/quant/iq4_tables.h"
+#include "llm/quant/layout.h"
 #include "runtime/thread_pool.h"
 
 namespace ugrad::llm {
@@ -35,83 +36,28 @@ constexpr LinearInt8Layout layout(GgmlType type, int64_t blocks, int64_t steps, 
   return f;
 }
 
-// One file block taken apart: d, dmin, a scale and a min per sub-block, the 256 levels (offset
-// and, for IQ4_XS, codes of its table).
-struct BlockParts {
-  uint16_t d = 0, dmin = 0;  // fp16
-  std::array<int, 16> scale{}, min{};
-  std::array<uint8_t, kQK_K> level{};
-};
-
-// The block decoders and write_group work a word (4 levels) at a time: the copies are made at
-// every load.
+// The copies are made at every load: write_group works a word (4 levels) at a time.
 constexpr uint32_t kLow4 = 0x0F0F0F0F;
 
-// Q4_K and Q5_K: sub-block j's element l is nibble j % 2 of qs[32 (j / 2) + l] (Q5_K: plus bit j
-// of qh[l] as the fifth).
-void k4_parts(const uint8_t* p, bool q5, BlockParts& o) {
-  o.d = load_u16(p + q4_k::kD);
-  o.dmin = load_u16(p + q4_k::kDmin);
-  const uint8_t* qs = p + (q5 ? q5_k::kQs : q4_k::kQs);
-  for (int j = 0; j < 8; ++j) {
-    uint8_t sc = 0, m = 0;
-    unpack_scale_min_k4(j, p + q4_k::kScales, &sc, &m);
-    o.scale[j] = sc;
-    o.min[j] = m;
-    for (int w = 0; w < 8; ++w) {
-      uint32_t q = (load_u32(qs + 32 * (j / 2) + 4 * w) >> (4 * (j % 2))) & kLow4;
-      if (q5) q |= ((load_u32(p + q5_k::kQh + 4 * w) >> j) & 0x01010101) << 4;
-      store_u32(o.level.data() + 32 * j + 4 * w, q);
-    }
-  }
-}
-void q4_k_parts(const uint8_t* p, BlockParts& o) { k4_parts(p, false, o); }
-void q5_k_parts(const uint8_t* p, BlockParts& o) { k4_parts(p, true, o); }
-
-// Q6_K: element 128h + 32k + l is nibble k / 2 of ql[64h + 32 (k % 2) + l] and bits 2k.. of
-// qh[32h + l]; 16 int8 scales, one per 16 elements.
-void q6_k_parts(const uint8_t* p, BlockParts& o) {
-  o.d = load_u16(p + q6_k::kD);
-  for (int j = 0; j < 16; ++j) o.scale[j] = static_cast<int8_t>(p[q6_k::kScales + j]);
-  for (int h = 0; h < 2; ++h)
-    for (int k = 0; k < 4; ++k)
-      for (int w = 0; w < 8; ++w) {
-        const uint32_t low =
-            (load_u32(p + q6_k::kQl + 64 * h + 32 * (k % 2) + 4 * w) >> (4 * (k / 2))) & kLow4;
-        const uint32_t high = (load_u32(p + q6_k::kQh + 32 * h + 4 * w) >> (2 * k)) & 0x03030303;
-        store_u32(o.level.data() + 128 * h + 32 * k + 4 * w, low | high << 4);
-      }
-}
-
-void iq4_xs_parts(const uint8_t* p, BlockParts& o) {
-  o.d = load_u16(p + iq4_xs::kD);
-  for (int j = 0; j < 8; ++j) o.scale[j] = iq4_xs_scale(p, j);
-  iq4_xs_codes(p, o.level.data());
-}
-
-// Each format's layout and the function that takes its blocks apart.
-struct Form {
-  LinearInt8Layout layout;
-  void (*parts)(const uint8_t* block, BlockParts& out);
-};
+// Each format's copy.
 constexpr std::array kForms{
-    Form{layout(GgmlType::Q4_K, 2, 8, 0, true, 0), q4_k_parts},
-    Form{layout(GgmlType::Q5_K, 2, 8, 1, true, 0), q5_k_parts},
-    Form{layout(GgmlType::Q6_K, 1, 4, 2, false, q6_k::kOffset), q6_k_parts},
-    Form{layout(GgmlType::IQ4_XS, 2, 8, 0, false, kIQ4NLOffset), iq4_xs_parts},
+    layout(GgmlType::Q4_K, 2, 8, 0, true, 0),
+    layout(GgmlType::Q5_K, 2, 8, 1, true, 0),
+    layout(GgmlType::Q6_K, 1, 4, 2, false, q6_k::kOffset),
+    layout(GgmlType::IQ4_XS, 2, 8, 0, false, kIQ4NLOffset),
 };
-static_assert(kForms[0].layout.bytes == 296 && kForms[1].layout.bytes == 360 &&
-              kForms[2].layout.bytes == 212 && kForms[3].layout.bytes == 276);
+static_assert(kForms[0].bytes == 296 && kForms[1].bytes == 360 && kForms[2].bytes == 212 &&
+              kForms[3].bytes == 276);
 
-const Form* find_form(GgmlType type) {
-  for (const Form& f : kForms)
-    if (f.layout.type == type) return &f;
+const LinearInt8Layout* find_form(GgmlType type) {
+  for (const LinearInt8Layout& f : kForms)
+    if (f.type == type) return &f;
   return nullptr;
 }
 
 // The form of `type`; an Error names a type without one.
-const Form& form_of(GgmlType type) {
-  const Form* f = find_form(type);
+const LinearInt8Layout& form_of(GgmlType type) {
+  const LinearInt8Layout* f = find_form(type);
   if (!f) fail("linear_int8: {} has no int8 form", format_of(type).name);
   return *f;
 }
@@ -122,14 +68,14 @@ void write_group(const LinearInt8Layout& f, const BlockParts* parts, uint8_t* to
   const uint32_t high_mask = ((1u << f.high_bits) - 1) * 0x01010101u;
   for (int64_t m = 0; m < 2; ++m) {  // Q6_K's second half word is zero
     store_u16(to + f.d + 2 * m, m < f.blocks ? parts[m].d : 0);
-    if (f.has_mins) store_u16(to + f.dmin + 2 * m, m < f.blocks ? parts[m].dmin : 0);
+    if (f.has_mins) store_u16(to + f.dmin + 2 * m, m < f.blocks ? parts[m].m : 0);
   }
   for (int64_t l = 0; l < kLanes; ++l) {
     const BlockParts& p = parts[l / per_block];
     const int64_t j = l % per_block;
     to[f.scales + l] = static_cast<uint8_t>(static_cast<int8_t>(p.scale[j]));
     if (f.has_mins) to[f.mins + l] = static_cast<uint8_t>(p.min[j]);
-    const uint8_t* level = p.level.data() + elements * j;  // step s: the word at 4s
+    const uint8_t* level = p.quant.data() + elements * j;  // step s: the word at 4s
     for (int64_t g = 0; g < f.steps / 2; ++g)
       store_u32(to + f.codes + 4 * (kLanes * g + l),
                 (load_u32(level + 8 * g) & kLow4) | (load_u32(level + 8 * g + 4) & kLow4) << 4);
@@ -226,7 +172,7 @@ Tensor lane_terms(const Int8Rows& x, const LinearInt8Layout& f, const Tensor& ra
 
 }  // namespace
 
-const LinearInt8Layout& linear_int8_layout(GgmlType type) { return form_of(type).layout; }
+const LinearInt8Layout& linear_int8_layout(GgmlType type) { return form_of(type); }
 
 Tensor linear_int8_x_words(const Int8Rows& x, GgmlType type) {
   const LinearInt8Layout& f = linear_int8_layout(type);
@@ -245,8 +191,8 @@ bool int8_activations(GgmlType type) {
 }
 
 bool linear_int8_supports(GgmlType type, int64_t in) {
-  const Form* f = find_form(type);
-  return f && in > 0 && in % (f->layout.blocks * kQK_K) == 0;
+  const LinearInt8Layout* f = find_form(type);
+  return f && in > 0 && in % (f->blocks * kQK_K) == 0;
 }
 
 int64_t linear_int8_bytes(GgmlType type, int64_t out, int64_t in) {
@@ -271,19 +217,9 @@ Tensor linear_int8(const Int8Rows& x, GgmlType type, const Tensor& raw, const Te
   return lane_terms(x, f, raw, words, out, groups).sum({-1});
 }
 
-void iq4_xs_codes(const uint8_t* block, uint8_t* codes) {
-  // Sub-block j, element l and 16 + l: the low and high nibble of qs[16j + l].
-  const uint8_t* qs = block + iq4_xs::kQs;
-  for (int64_t j = 0; j < kQK_K / iq4_xs::kSubBlock; ++j)
-    for (int64_t l = 0; l < 16; ++l) {
-      codes[32 * j + l] = qs[16 * j + l] & 15;
-      codes[32 * j + 16 + l] = qs[16 * j + l] >> 4;
-    }
-}
-
 std::shared_ptr<std::byte> reorder_linear_int8(GgmlType type, std::span<const std::byte> blocks) {
-  const Form& form = form_of(type);
-  const LinearInt8Layout& f = form.layout;
+  const LinearInt8Layout& f = form_of(type);
+  const BlockLayout& l = *block_layout(type);
   const QuantFormat& q = format_of(type);
   const size_t group = f.blocks * q.block_bytes;
   if (blocks.empty() || blocks.size() % group != 0)
@@ -299,7 +235,7 @@ std::shared_ptr<std::byte> reorder_linear_int8(GgmlType type, std::span<const st
     std::array<BlockParts, 2> parts;
     for (int64_t i = begin; i < end; ++i) {
       for (int64_t m = 0; m < f.blocks; ++m)
-        form.parts(src + i * group + m * q.block_bytes, parts[static_cast<size_t>(m)]);
+        take_apart(l, src + i * group + m * q.block_bytes, parts[static_cast<size_t>(m)]);
       write_group(f, parts.data(), dst + i * f.bytes);
     }
   });

@@ -56,10 +56,6 @@ bool linear_int8_supports(GgmlType type, int64_t in);
 /// (base/huge_pages.h), made by the thread pool.
 std::shared_ptr<std::byte> reorder_linear_int8(GgmlType type, std::span<const std::byte> blocks);
 
-/// An IQ4_XS block's 256 codes (4-bit indices into its level table) in element order, written to
-/// `codes`.
-void iq4_xs_codes(const uint8_t* block, uint8_t* codes);
-
 /// Whether a linear of `type` takes its input rounded to int8 levels (llm/quant/int8_rows.h) on
 /// every path, whatever kernel runs it: the formats with an int8 form (Q4_K, Q5_K, Q6_K, IQ4_XS)
 /// and Q8_0 (matmul_int8.h), so that a model computes the same products in a decode step and in

@@ -9,6 +9,7 @@
 #include "base/huge_pages.h"
 #include "llm/quant/blocks.h"
 #include "llm/quant/iq4_tables.h"
+#include "llm/quant/layout.h"
 #include "llm/quant/linear_int8.h"
 #include "runtime/thread_pool.h"
 
@@ -32,66 +33,35 @@ uint32_t nibble_word(const uint8_t* low, const uint8_t* high, int64_t w) {
   return word;
 }
 
-// Q4_K: the pair's 32 bytes of nibbles are its 8 words as they are; per sub-block d * sc and
-// dmin * m.
-void pack_q4_k(const uint8_t* block, PairWords* words, PairScales* scales, PairScales* mins) {
-  const float d = load_f16(block + q4_k::kD), dmin = load_f16(block + q4_k::kDmin);
+// Q4_K, Q6_K and IQ4_XS, from the block's parts (layout.h): a pair's nibble words of its levels'
+// low 4 bits (Q4_K's own layout); Q6_K's 4 words of their high 2 bits, byte k of high word i
+// holding those of low-sub-block level 4i + k (bits 0-1), the high sub-block's (2-3), and of
+// levels 4(i + 4) + k likewise (4-5, 6-7); d * scale per sub-block, dmin * min. The offsets (Q6_K's
+// 32, IQ4_XS's table) are the kernel's.
+void pack_k(const BlockLayout& l, const uint8_t* block, PairWords* words, PairScales* scales,
+            PairScales* mins) {
+  BlockParts parts;
+  take_apart(l, block, parts);
+  const float d = half_to_float(parts.d), dmin = half_to_float(parts.m);
+  const int64_t subs = kPair / l.sub_block;
   for (int64_t j = 0; j < kPairsPerBlock; ++j) {
-    for (int64_t h = 0; h < 2; ++h) {
-      uint8_t sc = 0, m = 0;
-      unpack_scale_min_k4(static_cast<int>(2 * j + h), block + q4_k::kScales, &sc, &m);
-      scales[j][h] = d * sc;
-      mins[j][h] = dmin * m;
-    }
-    const uint8_t* qs = block + q4_k::kQs + j * 4 * kPairWords;
-    for (int64_t w = 0; w < kPairWords; ++w) words[j][w] = load_u32(qs + 4 * w);
-  }
-}
-
-// Q6_K: the levels' low 4 bits as nibble words, then 4 words of their high 2 bits: byte k of
-// high word i holds those of low-sub-block level 4i + k (bits 0-1), the high sub-block's (2-3),
-// and of levels 4(i + 4) + k likewise (4-5, 6-7). Per 16 values d * sc; the offset 32 is the
-// kernel's.
-void pack_q6_k(const uint8_t* block, PairWords* words, PairScales* scales, PairScales*) {
-  // Element 128h + 32(2qhi + qlo) + l: nibble qhi of ql[64h + 32qlo + l], bits 2(2qhi + qlo)..
-  // of qh[32h + l] (layout.cpp).
-  uint8_t low[kQK_K], high[kQK_K];
-  for (int64_t h = 0; h < 2; ++h)
-    for (int64_t l = 0; l < 32; ++l) {
-      const uint8_t ql0 = block[q6_k::kQl + 64 * h + l], ql1 = block[q6_k::kQl + 64 * h + 32 + l],
-                    qh = block[q6_k::kQh + 32 * h + l];
-      uint8_t* lo = low + 128 * h + l;
-      uint8_t* hi = high + 128 * h + l;
-      lo[0] = ql0 & 15, lo[32] = ql1 & 15, lo[64] = ql0 >> 4, lo[96] = ql1 >> 4;
-      hi[0] = qh & 3, hi[32] = (qh >> 2) & 3, hi[64] = (qh >> 4) & 3, hi[96] = qh >> 6;
-    }
-  const float d = load_f16(block + q6_k::kD);
-  for (int64_t j = 0; j < kPairsPerBlock; ++j) {
-    const uint8_t *lo = low + kPair * j, *hi = high + kPair * j;
+    const uint8_t* lo = parts.quant.data() + kPair * j;
     for (int64_t w = 0; w < kPairWords; ++w) words[j][w] = nibble_word(lo, lo + 32, w);
+    for (int64_t s = 0; s < subs; ++s) {
+      scales[j][s] = d * float(parts.scale[subs * j + s]);
+      mins[j][s] = dmin * float(parts.min[subs * j + s]);
+    }
+    if (l.quant.n_planes < 2) continue;
     for (int64_t i = 0; i < 4; ++i) {
       uint32_t word = 0;
       for (int64_t k = 0; k < 4; ++k) {
         const int64_t a = 4 * i + k, b = 4 * (i + 4) + k;
-        word |= uint32_t(hi[a] | hi[32 + a] << 2 | hi[b] << 4 | hi[32 + b] << 6) << (8 * k);
+        word |= uint32_t(lo[a] >> 4 | (lo[32 + a] >> 4) << 2 | (lo[b] >> 4) << 4 |
+                         (lo[32 + b] >> 4) << 6)
+                << (8 * k);
       }
       words[j][kPairWords + i] = word;
     }
-    for (int64_t s = 0; s < 4; ++s)
-      scales[j][s] = d * float(static_cast<int8_t>(block[q6_k::kScales + 4 * j + s]));
-  }
-}
-
-// IQ4_XS: the levels' 4-bit codes as Q4_K's nibble words, per sub-block d * (ls - 32); the
-// kernel reads the codes' levels from the table (plus 128, see iq4_tables.h).
-void pack_iq4_xs(const uint8_t* block, PairWords* words, PairScales* scales, PairScales*) {
-  uint8_t codes[kQK_K];
-  iq4_xs_codes(block, codes);
-  const float d = load_f16(block + iq4_xs::kD);
-  for (int64_t j = 0; j < kPairsPerBlock; ++j) {
-    const uint8_t* lo = codes + kPair * j;
-    for (int64_t w = 0; w < kPairWords; ++w) words[j][w] = nibble_word(lo, lo + 32, w);
-    for (int64_t h = 0; h < 2; ++h) scales[j][h] = d * float(iq4_xs_scale(block, 2 * j + h));
   }
 }
 
@@ -99,7 +69,8 @@ void pack_iq4_xs(const uint8_t* block, PairWords* words, PairScales* scales, Pai
 // weight's bytes unsigned; the kernel takes 128 * x's sum32 off, IQ4_XS's offset), 8 words each;
 // d per block.
 static_assert(kIQ4NLOffset == 0x80, "Q8_0's offset flips each byte's top bit");
-void pack_q8_0(const uint8_t* blocks, PairWords* words, PairScales* scales, PairScales*) {
+void pack_q8_0(const BlockLayout&, const uint8_t* blocks, PairWords* words, PairScales* scales,
+               PairScales*) {
   for (int64_t j = 0; j < kPairsPerBlock; ++j)
     for (int64_t h = 0; h < 2; ++h) {
       const uint8_t* block = blocks + (2 * j + h) * static_cast<int64_t>(q8_0::kBytes);
@@ -116,12 +87,13 @@ struct Packing {
   int64_t words, scales, mins;
   size_t block_bytes;  // of 256 elements (Q8_0: 8 blocks)
   // The pairs of 256 elements.
-  void (*pack)(const uint8_t* block, PairWords* words, PairScales* scales, PairScales* mins);
+  void (*pack)(const BlockLayout& l, const uint8_t* block, PairWords* words, PairScales* scales,
+               PairScales* mins);
 };
 constexpr Packing kPackings[] = {
-    {GgmlType::Q4_K, kPairWords, 2, 2, q4_k::kBytes, pack_q4_k},
-    {GgmlType::Q6_K, kPairWords + 4, 4, 0, q6_k::kBytes, pack_q6_k},
-    {GgmlType::IQ4_XS, kPairWords, 2, 0, iq4_xs::kBytes, pack_iq4_xs},
+    {GgmlType::Q4_K, kPairWords, 2, 2, q4_k::kBytes, pack_k},
+    {GgmlType::Q6_K, kPairWords + 4, 4, 0, q6_k::kBytes, pack_k},
+    {GgmlType::IQ4_XS, kPairWords, 2, 0, iq4_xs::kBytes, pack_k},
     {GgmlType::Q8_0, 2 * kPairWords, 2, 0, (kQK_K / kQK) * q8_0::kBytes, pack_q8_0},
 };
 
@@ -148,6 +120,7 @@ PackedInt8Weight pack_matmul_int8(GgmlType type, std::span<const std::byte> bloc
   if (!matmul_int8_supports(type, in) || out <= 0)
     fail("matmul_int8: {} ({}, {}) has no packed int8 form", f.name, out, in);
   const Packing& p = *packing_of(type);
+  const BlockLayout& l = *block_layout(type);
   const int64_t nb = in / kQK_K, g_count = in / kPair;
   const int64_t bytes = out * nb * static_cast<int64_t>(p.block_bytes);
   if (static_cast<int64_t>(blocks.size()) != bytes)
@@ -168,7 +141,7 @@ PackedInt8Weight pack_matmul_int8(GgmlType type, std::span<const std::byte> bloc
     PairScales ps[kPairsPerBlock], pm[kPairsPerBlock];
     for (int64_t o = begin; o < end; ++o)
       for (int64_t b = 0; b < nb; ++b) {
-        p.pack(src + (o * nb + b) * static_cast<int64_t>(p.block_bytes), pw, ps, pm);
+        p.pack(l, src + (o * nb + b) * static_cast<int64_t>(p.block_bytes), pw, ps, pm);
         for (int64_t j = 0; j < kPairsPerBlock; ++j) {
           const int64_t g = b * kPairsPerBlock + j;
           for (int64_t i = 0; i < p.words; ++i) words[(o * p.words + i) * g_count + g] = pw[j][i];
