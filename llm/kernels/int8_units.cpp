@@ -107,6 +107,42 @@ std::array<std::array<UOp, 4>, 2> table_levels(const std::array<UOp, 4>& bytes, 
   return levels;
 }
 
+// sum_k coef[k] * digit_k over the axes that step the quant field's first plane's byte, the
+// digits those of `at` (a byte of the plane); null where no coefficient is set. Axes whose
+// coefficients are proportional to their strides and that nest (each stride the next one's times
+// its radix) are one term: (at / the finest stride % their radices' product) * its coefficient.
+UOp byte_digits(const Field& q, const UOp& at, const std::array<int64_t, kLayoutAxes>& coef) {
+  const BitPlane& p = q.planes[0];
+  std::vector<UOp> terms;
+  int64_t radix = 0;  // the run's radices' product (0: the run holds the outermost axis)
+  int last = -1;      // the run's finest axis (-1: no run)
+  const auto close = [&] {
+    if (last < 0) return;
+    const UOp digit = at.idiv(p.byte_stride[last]);
+    terms.push_back((radix ? digit % radix : digit) * coef[last]);
+    last = -1;
+  };
+  bool outermost = true;
+  for (int k = 0; k < q.rank(); ++k) {
+    if (!p.byte_stride[k]) continue;
+    const bool joins = last >= 0 &&
+                       coef[k] * p.byte_stride[last] == coef[last] * p.byte_stride[k] &&
+                       p.byte_stride[last] == p.byte_stride[k] * q.axes[k];
+    if (!joins) close();
+    if (coef[k]) {
+      if (!joins) radix = outermost ? 0 : 1;
+      if (radix) radix *= q.axes[k];
+      last = k;
+    }
+    outermost = false;
+  }
+  close();
+  return terms.empty() ? UOp() : sum(terms);
+}
+
+// v + c, v possibly null.
+UOp plus(const UOp& v, int64_t c) { return !v ? idx(c) : c ? v + c : v; }
+
 }  // namespace
 
 // Unit j is 16 bytes of the quant field's first plane per group (one group; Q8_0's two):
@@ -117,11 +153,11 @@ Unit UnitFormat::unit(const BlockBytes& b, const UOp& j, const View& table) cons
   const BlockLayout& l = *layout;
   const Field& q = l.quant;
   const BitPlane &low = q.planes[0], &hp = q.planes[1];
-  const int r = q.rank();
-  std::array<int64_t, kLayoutAxes> weight{};
+  std::array<int64_t, kLayoutAxes> weight{}, hshift_step{};
   std::vector<int> shift_axes;
-  for (int64_t k = r - 1, w = 1; k >= 0; w *= q.axes[k], --k) {
+  for (int64_t k = q.rank() - 1, w = 1; k >= 0; w *= q.axes[k], --k) {
     weight[k] = w;
+    hshift_step[k] = hp.shift_step[k];
     if (low.shift_step[k]) shift_axes.push_back(static_cast<int>(k));
   }
   const int64_t groups = q.count() * low.bits / 8 / (16 * units_per_block);
@@ -131,36 +167,29 @@ Unit UnitFormat::unit(const BlockBytes& b, const UOp& j, const View& table) cons
   Unit u;
   for (int64_t g = 0; g < groups; ++g) {
     const UOp at = groups > 1 ? j * (16 * groups) + 16 * g : j * 16;  // the group's first byte
-    std::array<UOp, kLayoutAxes> digit;
-    for (int k = 0; k < r; ++k)
-      if (low.byte_stride[k]) digit[k] = at.idiv(low.byte_stride[k]) % q.axes[k];
     const std::array<UOp, 4> bytes = words16(b, at + low.offset, low.offset % 4 == 0);
+    const UOp element = byte_digits(q, at, weight), hshift = byte_digits(q, at, hshift_step);
     std::array<UOp, 4> high;
+    if (q.n_planes == 2)
+      high = words16(b, plus(byte_digits(q, at, hp.byte_stride), hp.offset), hp.offset % 4 == 0);
     for (size_t c = 0; c < (size_t{1} << shift_axes.size()); ++c) {
-      for (size_t a = 0; a < shift_axes.size(); ++a) digit[shift_axes[a]] = idx((c >> a) & 1);
-      std::vector<UOp> first, hbyte{idx(hp.offset)}, hshift;
-      if (hp.shift) hshift.push_back(idx(hp.shift));
-      int shift = low.shift;
-      for (int k = 0; k < r; ++k) {
-        if (!digit[k] || digit[k].is_const(0)) continue;
-        first.push_back(digit[k] * weight[k]);
-        if (digit[k].is_const())
-          shift += static_cast<int>(digit[k].const_int()) * low.shift_step[k];
-        if (hp.byte_stride[k]) hbyte.push_back(digit[k] * hp.byte_stride[k]);
-        if (hp.shift_step[k]) hshift.push_back(digit[k] * hp.shift_step[k]);
+      int64_t first = 0, shift = low.shift, hshift_c = hp.shift;  // the piece's own digits
+      for (size_t a = 0; a < shift_axes.size(); ++a) {
+        const int k = shift_axes[a], bit = static_cast<int>(c >> a) & 1;
+        first += bit * weight[k];
+        shift += bit * low.shift_step[k];
+        hshift_c += bit * hp.shift_step[k];
       }
-      if (q.n_planes == 2 && !high[0]) high = words16(b, sum(hbyte), hp.offset % 4 == 0);
       UnitPiece p;
       for (int k = 0; k < 4; ++k) {
         UOp lv = shift ? bytes[k] >> shift : bytes[k];
         if (low.bits < 8) lv = lv & byte_mask(low.bits);
         if (q.n_planes == 2)
-          lv = lv |
-               (((high[k] >> as_u32(hshift.empty() ? idx(0) : sum(hshift))) & byte_mask(hp.bits))
-                << hp.place);
+          lv =
+              lv | (((high[k] >> as_u32(plus(hshift, hshift_c))) & byte_mask(hp.bits)) << hp.place);
         p.levels[k] = as_levels(lv);
       }
-      p.element = first.empty() ? idx(0) : sum(first);
+      p.element = plus(element, first);
       const UOp s = p.element.idiv(l.sub_block);
       p.scale = l.scale.n_planes ? d * field_at(l.scale, s, words, from) : d;
       if (q.bias) p.min = p.scale * f32(q.bias);
