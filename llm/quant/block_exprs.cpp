@@ -80,23 +80,62 @@ Tensor plane_bytes(const Blocks& b, const Field& f, const BitPlane& p, size_t ra
   return t.reshape(view).expand(full);
 }
 
+// Plane p's bits of every index of f as (n, axes...) in `work`, at bit 0 and masked. The bits'
+// shift moves per half of each axis that steps it: a choice per element (shift_upper), or with
+// `concat`, where the outermost axis alone moves it, the two halves of the field, one shift each,
+// concatenated. A 1-bit plane whose innermost axis moves the bit (each vector lane a different
+// bit) is tested against a mask per element instead: vector lanes have no cheap shift by a
+// per-lane amount.
+Tensor plane_bits(const Blocks& b, const Field& f, const BitPlane& p, size_t rank, DType work,
+                  bool concat) {
+  Tensor x = plane_bytes(b, f, p, rank);
+  if (work != dtypes::uint8) x = x.cast(work);
+  const int64_t mask = (int64_t{1} << p.bits) - 1;
+  if (p.bits == 1 && p.shift_step[rank - 1]) {
+    std::vector<int64_t> dims{1};
+    std::vector<uint8_t> bits{uint8_t(1 << p.shift)};  // row-major over the stepping axes
+    for (size_t a = 0; a < rank; ++a) {
+      dims.push_back(p.shift_step[a] ? 2 : 1);
+      if (!p.shift_step[a]) continue;
+      std::vector<uint8_t> next;
+      for (uint8_t v : bits) next.insert(next.end(), {v, uint8_t(v << p.shift_step[a])});
+      bits = std::move(next);
+    }
+    const Tensor m = Tensor::from_vector(bits, dims, dtypes::uint8, b.device());
+    return (x & m).ne(0).cast(work);
+  }
+  if (p.shift) x = idiv(x, int64_t{1} << p.shift);
+  bool above = p.shift + p.bits < 8;  // bits above the plane's in x
+  int steps = 0;
+  for (size_t a = 0; a < rank; ++a) steps += p.shift_step[a] != 0;
+  for (size_t a = 0; a < rank; ++a) {
+    const int step = p.shift_step[a];
+    if (!step) continue;
+    if (f.axes[a] != 2) fail("field_tensor: a shift steps along an axis of {}, not 2", f.axes[a]);
+    if (a > 0 || steps > 1 || !concat) {
+      x = shift_upper(x, a + 1, step);
+      above = true;
+      continue;
+    }
+    std::vector<std::pair<int64_t, int64_t>> first;
+    for (int64_t d : x.dims()) first.push_back({0, d});
+    first[1] = {0, 1};
+    const Tensor lo = x.shrink(first);
+    const Tensor hi = idiv(lo, int64_t{1} << step);
+    x = cat({above ? lo & mask : lo, p.shift + step + p.bits < 8 ? hi & mask : hi}, 1);
+    above = false;
+  }
+  return above ? x & mask : x;
+}
+
 }  // namespace
 
-Tensor field_tensor(const Blocks& b, const Field& f) {
+Tensor field_tensor(const Blocks& b, const Field& f, DType work, bool concat) {
   const auto rank = static_cast<size_t>(f.rank());
   Tensor v;
   for (int k = 0; k < f.n_planes; ++k) {
     const BitPlane& p = f.planes[k];
-    Tensor x = plane_bytes(b, f, p, rank);
-    if (p.shift) x = idiv(x, int64_t{1} << p.shift);
-    bool steps = false;
-    for (size_t a = 0; a < rank; ++a) {
-      if (!p.shift_step[a]) continue;
-      if (f.axes[a] != 2) fail("field_tensor: a shift steps along an axis of {}, not 2", f.axes[a]);
-      x = shift_upper(x, a + 1, p.shift_step[a]);
-      steps = true;
-    }
-    if (steps || p.shift + p.bits < 8) x = x & ((int64_t{1} << p.bits) - 1);  // else no bits above
+    Tensor x = plane_bits(b, f, p, rank, work, concat);
     if (p.place) x = x * (int64_t{1} << p.place);
     v = v.defined() ? v + x : x;
   }

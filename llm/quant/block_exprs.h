@@ -53,9 +53,12 @@ Tensor constant_table(const std::string& name, const std::string& device,
                       const std::function<Tensor(const std::string& device)>& make);
 /// An int tensor of values in [0, 64) as float32, read from a table of 0..63.
 Tensor six_bit_floats(const Tensor& v);
-/// Field f (layout.h) of every block as (n, axes...), its sign and bias applied (uint8, int8 if
+/// Field f (layout.h) of every block as (n, axes...), its sign and bias applied (`work`, int8 if
 /// signed, int32 with a bias): each plane a view of its bytes broadcast over the axes it does not
-/// step, shifted per half of the axes that move its shift (shift_upper), masked and placed.
-Tensor field_tensor(const Blocks& b, const Field& f);
+/// step, its bits taken apart in `work` (uint8 or a wider unsigned type: other vector
+/// instructions), shifted per half of the axes that move its shift (with `concat`, where the
+/// outermost axis alone moves it, the field's two halves concatenated), masked and placed.
+Tensor field_tensor(const Blocks& b, const Field& f, DType work = dtypes::uint8,
+                    bool concat = false);
 
 }  // namespace ugrad::llm
