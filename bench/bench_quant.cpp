@@ -1,6 +1,7 @@
 // Throughput of the scalar reference dequantizers (GB/s of output floats and of input bytes, and
 // the ratio to memcpy of the same output size) and of the quantizers (MB/s of input floats).
-// Single-threaded; and of the int8 linears' load-time copy (reorder_linear_int8, thread pool).
+// Single-threaded; and of the int8 linears' load-time copies (reorder_linear_int8 and
+// pack_matmul_int8, thread pool).
 // Usage: bench_quant [million elements to dequantize, default 16]
 #include <algorithm>
 #include <chrono>
@@ -9,10 +10,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "llm/quant/dequantize.h"
 #include "llm/quant/linear_int8.h"
+#include "llm/quant/matmul_int8.h"
 #include "llm/quant/quantize.h"
 
 using namespace ugrad::llm;
@@ -95,17 +98,30 @@ int main(int argc, char** argv) {
                 double(nq) * sizeof(float) / 1e6 / t_q);
   }
 
-  const size_t nr = n / 512 * 512;  // whole groups of two super-blocks
-  std::printf("\nreorder_linear_int8 of %zu elements (load-time copy), best of 3\n", nr);
-  std::printf("%-7s %10s %12s\n", "format", "ms", "in GB/s");
-  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS}) {
+  // The int8 linears' load-time copies of one weight of rows of 4096 (whole groups of blocks).
+  const int64_t in = 4096, out = static_cast<int64_t>(n) / in;
+  std::printf("\nload-time copies of a (%lld, %lld) weight, best of 3: ms (GB/s of blocks read)\n",
+              static_cast<long long>(out), static_cast<long long>(in));
+  std::printf("%-7s %22s %22s\n", "format", "reorder_linear_int8", "pack_matmul_int8");
+  for (GgmlType t :
+       {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS, GgmlType::Q8_0}) {
     const std::vector<uint8_t> prefix = make_blocks(t, xq);
-    std::vector<std::byte> q(row_bytes(t, int64_t(nr)));
+    std::vector<std::byte> q(row_bytes(t, out * in));
     for (size_t off = 0; off < q.size(); off += prefix.size())
       std::memcpy(&q[off], prefix.data(), std::min(prefix.size(), q.size() - off));
-    const double t_r = best_time(3, [&] { reorder_linear_int8(t, q); });
-    std::printf("%-7s %10.1f %12.2f\n", format_of(t).name.data(), t_r * 1e3,
-                double(q.size()) / 1e9 / t_r);
+    auto cell = [&](bool takes, const auto& copy) {
+      char text[32] = "-";
+      if (takes) {
+        const double s = best_time(3, copy);
+        std::snprintf(text, sizeof text, "%.1f (%.2f)", s * 1e3, double(q.size()) / 1e9 / s);
+      }
+      return std::string(text);
+    };
+    const std::string reorder =
+        cell(linear_int8_supports(t, in), [&] { reorder_linear_int8(t, q); });
+    const std::string pack =
+        cell(matmul_int8_supports(t, in), [&] { pack_matmul_int8(t, q, out, in, "CPU"); });
+    std::printf("%-7s %22s %22s\n", format_of(t).name.data(), reorder.c_str(), pack.c_str());
   }
   return 0;
 }

@@ -27,10 +27,7 @@ using PairScales = float[4];
 // Nibble word w of a pair: byte k holds level 4w + k of the low sub-block in its low nibble and
 // the high sub-block's in its high nibble (Q4_K's own layout).
 uint32_t nibble_word(const uint8_t* low, const uint8_t* high, int64_t w) {
-  uint32_t word = 0;
-  for (int64_t k = 0; k < 4; ++k)
-    word |= uint32_t((low[4 * w + k] & 15) | (high[4 * w + k] & 15) << 4) << (8 * k);
-  return word;
+  return (load_u32(low + 4 * w) & 0x0F0F0F0Fu) | (load_u32(high + 4 * w) & 0x0F0F0F0Fu) << 4;
 }
 
 // Q4_K, Q6_K and IQ4_XS, from the block's parts (layout.h): a pair's nibble words of its levels'
@@ -52,14 +49,10 @@ void pack_k(const BlockLayout& l, const uint8_t* block, PairWords* words, PairSc
       mins[j][s] = dmin * float(parts.min[subs * j + s]);
     }
     if (l.quant.n_planes < 2) continue;
+    const auto bits54 = [&](int64_t at) { return (load_u32(lo + at) >> 4) & 0x03030303u; };
     for (int64_t i = 0; i < 4; ++i) {
-      uint32_t word = 0;
-      for (int64_t k = 0; k < 4; ++k) {
-        const int64_t a = 4 * i + k, b = 4 * (i + 4) + k;
-        word |= uint32_t(lo[a] >> 4 | (lo[32 + a] >> 4) << 2 | (lo[b] >> 4) << 4 |
-                         (lo[32 + b] >> 4) << 6)
-                << (8 * k);
-      }
+      const uint32_t word = bits54(4 * i) | bits54(32 + 4 * i) << 2 | bits54(16 + 4 * i) << 4 |
+                            bits54(48 + 4 * i) << 6;
       words[j][kPairWords + i] = word;
     }
   }
