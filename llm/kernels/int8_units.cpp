@@ -111,7 +111,8 @@ std::array<std::array<UOp, 4>, 2> table_levels(const std::array<UOp, 4>& bytes, 
 // digits those of `at` (a byte of the plane); null where no coefficient is set. Axes whose
 // coefficients are proportional to their strides and that nest (each stride the next one's times
 // its radix) are one term: (at / the finest stride % their radices' product) * its coefficient.
-UOp byte_digits(const Field& q, const UOp& at, const std::array<int64_t, kLayoutAxes>& coef) {
+template <class C>
+UOp byte_digits(const Field& q, const UOp& at, const std::array<C, kLayoutAxes>& coef) {
   const BitPlane& p = q.planes[0];
   std::vector<UOp> terms;
   int64_t radix = 0;  // the run's radices' product (0: the run holds the outermost axis)
@@ -153,11 +154,10 @@ Unit UnitFormat::unit(const BlockBytes& b, const UOp& j, const View& table) cons
   const BlockLayout& l = *layout;
   const Field& q = l.quant;
   const BitPlane &low = q.planes[0], &hp = q.planes[1];
-  std::array<int64_t, kLayoutAxes> weight{}, hshift_step{};
+  std::array<int64_t, kLayoutAxes> weight{};
   std::vector<int> shift_axes;
   for (int64_t k = q.rank() - 1, w = 1; k >= 0; w *= q.axes[k], --k) {
     weight[k] = w;
-    hshift_step[k] = hp.shift_step[k];
     if (low.shift_step[k]) shift_axes.push_back(static_cast<int>(k));
   }
   const int64_t groups = q.count() * low.bits / 8 / (16 * units_per_block);
@@ -168,7 +168,9 @@ Unit UnitFormat::unit(const BlockBytes& b, const UOp& j, const View& table) cons
   for (int64_t g = 0; g < groups; ++g) {
     const UOp at = groups > 1 ? j * (16 * groups) + 16 * g : j * 16;  // the group's first byte
     const std::array<UOp, 4> bytes = words16(b, at + low.offset, low.offset % 4 == 0);
-    const UOp element = byte_digits(q, at, weight), hshift = byte_digits(q, at, hshift_step);
+    const UOp element = byte_digits(q, at, weight), hshift = byte_digits(q, at, hp.shift_step);
+    std::array<std::array<UOp, 4>, 2> table_lv;
+    if (uses_table()) table_lv = table_levels(bytes, table);
     std::array<UOp, 4> high;
     if (q.n_planes == 2)
       high = words16(b, plus(byte_digits(q, at, hp.byte_stride), hp.offset), hp.offset % 4 == 0);
@@ -181,7 +183,8 @@ Unit UnitFormat::unit(const BlockBytes& b, const UOp& j, const View& table) cons
         hshift_c += bit * hp.shift_step[k];
       }
       UnitPiece p;
-      for (int k = 0; k < 4; ++k) {
+      if (uses_table()) p.levels = table_lv[c];  // piece c: the nibbles at shift 4c
+      for (int k = 0; k < 4 && !uses_table(); ++k) {
         UOp lv = shift ? bytes[k] >> shift : bytes[k];
         if (low.bits < 8) lv = lv & byte_mask(low.bits);
         if (q.n_planes == 2)
@@ -195,10 +198,6 @@ Unit UnitFormat::unit(const BlockBytes& b, const UOp& j, const View& table) cons
       if (q.bias) p.min = p.scale * f32(q.bias);
       if (l.min.n_planes) p.min = dmin * field_at(l.min, s, words, from);
       u.push_back(p);
-    }
-    if (uses_table) {
-      const auto levels = table_levels(bytes, table);
-      for (int piece = 0; piece < 2; ++piece) u[u.size() - 2 + piece].levels = levels[piece];
     }
   }
   return u;
@@ -239,9 +238,7 @@ const UnitFormat* unit_format(GgmlType type) {
                             {GgmlType::Q5_K, 8},
                             {GgmlType::Q6_K, 8},
                             {GgmlType::IQ4_XS, 8}}) {
-      const BlockLayout& l = *block_layout(t);
-      v.push_back({t, units, l.quant.is_signed || l.levels != Levels::Integer,
-                   l.levels != Levels::Integer, &l});
+      v.push_back({t, units, block_layout(t)});
     }
     return v;
   }();

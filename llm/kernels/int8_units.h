@@ -47,9 +47,11 @@ using Unit = std::vector<UnitPiece>;
 struct UnitFormat {
   GgmlType type;
   int units_per_block;  // units in a block (each block_size / units_per_block elements)
-  bool signed_levels;   // int8 levels (else uint8)
-  bool uses_table;      // levels are looked up in a 256-entry table (unit_table)
   const BlockLayout* layout;
+  /// Whether the levels are int8 (else uint8).
+  bool signed_levels() const { return layout->quant.is_signed || uses_table(); }
+  /// Whether the levels are looked up in a 256-entry table (unit_table).
+  bool uses_table() const { return layout->levels != Levels::Integer; }
   /// Unit `j` (an index expression in [0, units_per_block)) of the block `b`, read as the
   /// format's layout (llm/quant/layout.h) says. `table` is the table as an LDS array when
   /// uses_table.

@@ -53,11 +53,11 @@ UOp build(const UnitFormat& f, int64_t out, int64_t in, const std::string& name)
   View w = kb.buffer(dtypes::uint32, {out * row_bytes / 4});
   // tiled_halves(x): [column / 16][column % 16 / 8][row][4 words of 2 halves].
   View x = kb.buffer(dtypes::uint32, {in / kTile, 2, kWmmaRows, 4});
-  View table = f.uses_table ? kb.buffer(dtypes::uint32, {256}) : View();
+  View table = f.uses_table() ? kb.buffer(dtypes::uint32, {256}) : View();
   const WmmaLane lane{kb.local(kWave)};
   UOp wave = kb.local(kWaves), tile = kb.global(tiles);
   const UOp row = lane.col();
-  if (f.uses_table) table = table_in_lds(kb, table, wave * kWave + lane.lane, kWave * kWaves);
+  if (f.uses_table()) table = table_in_lds(kb, table, wave * kWave + lane.lane, kWave * kWaves);
   // The waves of a workgroup split the units of a row between them (wave w: w, w + 16, ...).
   UOp step = kb.reduce_range(ceil_div(units, kWaves));
   // Past the last unit (a ragged shape), a lane reads the last one again: its B fragment is
@@ -70,7 +70,7 @@ UOp build(const UnitFormat& f, int64_t out, int64_t in, const std::string& name)
   for (const UnitPiece& p :
        f.unit({w, (tile * kTile + row) * row_bytes + b * block_bytes, block_bytes % 4 == 0}, j,
               table)) {
-    const UOp bfrag = dequantized(p, f.signed_levels, u_ok);
+    const UOp bfrag = dequantized(p, f.signed_levels(), u_ok);
     const UOp column_tile = (b * block_elems + p.element).idiv(kTile);
     for (int64_t t = 0; t < kRowTiles; ++t) {
       // x[16t + row, the piece's 16 columns]: two 16-byte loads.
@@ -105,7 +105,7 @@ UOp build(const UnitFormat& f, int64_t out, int64_t in, const std::string& name)
 
 std::optional<KernelNeeds> matmul_wmma_needs(GgmlType type, int64_t out, int64_t in) {
   if (out < 1 || out % kTile != 0 || !reads_as_units(type, in)) return std::nullopt;
-  const int64_t table = unit_format(type)->uses_table ? 256 * 4 : 0;
+  const int64_t table = unit_format(type)->uses_table() ? 256 * 4 : 0;
   return KernelNeeds{.wmma = true,
                      .lds_bytes = kWaves * kRowTiles * WmmaLane::kAcc * kWave * 4 + table};
 }
@@ -147,7 +147,7 @@ Tensor matmul_wmma(const Tensor& x, const Tensor& words, GgmlType type, int64_t 
   if (rows < kWmmaRows) xh = xh.pad({{0, kWmmaRows - rows}, {0, 0}});
   std::vector<Tensor> buffers{Tensor::empty({kWmmaRows, out}, dtypes::float32, words.device()),
                               words, tiled_halves(xh, in).reshape({kWmmaRows * in / 2})};
-  if (unit_format(type)->uses_table) buffers.push_back(unit_table(type, words.device()));
+  if (unit_format(type)->uses_table()) buffers.push_back(unit_table(type, words.device()));
   Tensor y = custom_kernel(ast, buffers)[0];
   return rows < kWmmaRows ? y.shrink({{0, rows}, {0, out}}) : y;
 }

@@ -32,7 +32,7 @@ UOp build(const UnitFormat& f, int64_t rows, int64_t out, int64_t in, int64_t ex
   View xw = kb.buffer(dtypes::int32, {rows * in / 4});             // x's levels, 4 a word
   View xs = kb.buffer(dtypes::float32, {rows * in / kInt8Block});  // a scale per 32
   View ids = experts ? kb.buffer(dtypes::int32, {rows}) : View();
-  View table = f.uses_table ? kb.buffer(dtypes::uint32, {256}) : View();
+  View table = f.uses_table() ? kb.buffer(dtypes::uint32, {256}) : View();
   UOp lane = kb.local(kWave), wave = kb.local(kWaves);
   UOp group = kb.global(ceil_div(outputs, kWaves));
   // Past the last output or unit (a ragged shape), a lane reads the last one again and adds
@@ -41,14 +41,14 @@ UOp build(const UnitFormat& f, int64_t rows, int64_t out, int64_t in, int64_t ex
   UOp o = last_at_most(group * kWaves + wave, outputs - 1);
   UOp n = experts ? o % out : o, first_row = experts ? o.idiv(out) : idx(0);
   UOp matrix_row = experts ? ids(first_row).cast(dtypes::index) * out + n : n;
-  if (f.uses_table) table = table_in_lds(kb, table, wave * kWave + lane, kWave * kWaves);
+  if (f.uses_table()) table = table_in_lds(kb, table, wave * kWave + lane, kWave * kWaves);
   UOp step = kb.reduce_range(ceil_div(units, kWave));
   UOp u = last_at_most(step * kWave + lane, units - 1);
   UOp valid = n_ok & (step * kWave + lane).lt(units);
   UOp b = u.idiv(f.units_per_block), j = u % f.units_per_block;
   const Unit unit =
       f.unit({w, matrix_row * row_bytes + b * block_bytes, block_bytes % 4 == 0}, j, table);
-  const Dot4Arg signs{f.signed_levels, true};
+  const Dot4Arg signs{f.signed_levels(), true};
   const std::array<UOp, 4> ones{i32(0x01010101), i32(0x01010101), i32(0x01010101), i32(0x01010101)};
   View partials = kb.lds(dtypes::float32, {shared_rows, kWaves, kWave});
   std::vector<UOp> stores;
@@ -79,7 +79,7 @@ UOp build(const UnitFormat& f, int64_t rows, int64_t out, int64_t in, int64_t ex
 
 std::optional<KernelNeeds> matvec_int8_needs(GgmlType type, int64_t out, int64_t in) {
   if (out < 1 || !reads_as_units(type, in)) return std::nullopt;
-  const int64_t table = unit_format(type)->uses_table ? 256 * 4 : 0;
+  const int64_t table = unit_format(type)->uses_table() ? 256 * 4 : 0;
   return KernelNeeds{.int8_dot = true, .lds_bytes = kMatvecMaxRows * kWaves * kWave * 4 + table};
 }
 
@@ -104,7 +104,7 @@ Tensor matvec_int8(const Int8Rows& x, const Tensor& words, GgmlType type, int64_
   std::vector<Tensor> buffers{Tensor::empty({rows, out}, dtypes::float32, words.device()), words,
                               x.words, x.scale};
   if (ids.defined()) buffers.push_back(ids.reshape({rows}).cast(dtypes::int32));
-  if (unit_format(type)->uses_table) buffers.push_back(unit_table(type, words.device()));
+  if (unit_format(type)->uses_table()) buffers.push_back(unit_table(type, words.device()));
   return custom_kernel(ast, buffers)[0];
 }
 

@@ -27,7 +27,7 @@ Tensor lookup16(const Tensor& q, const int8_t (&table)[16]) {
 }
 
 // The super-scale D of every block: (n, 1) float32.
-Tensor super_scale(const Blocks& b, const BlockLayout& l) {
+Tensor super_scales(const Blocks& b, const BlockLayout& l) {
   switch (l.d_kind) {
     case ScaleKind::F16:
       return b.f16(l.d);
@@ -95,7 +95,7 @@ Tensor layout_values(const Blocks& b, const BlockLayout& l) {
   const Tensor level = l.levels == Levels::Integer
                            ? q.cast(dtypes::float32)
                            : lookup16(q, l.levels == Levels::IQ4NL ? kIQ4NLValues : kMXFP4Values);
-  const Tensor d = super_scale(b, l);
+  const Tensor d = super_scales(b, l);
   const Tensor scale = l.scale.n_planes
                            ? per_element(d * field_floats(b, l.scale), dims, l.sub_block)
                            : d.reshape(ones).expand(dims);
